@@ -1,0 +1,166 @@
+"""Throughput benchmark: compile time and steady-state steps/s, printed as a table.
+
+    python experiments/bench.py --env CartPole-v1 --num-envs 4 --seeds 1 8 --peer
+
+Each configuration trains its whole budget as one compiled program (every seed vmapped).
+Following ../shared/MEASURING.md: compile is timed on its own (AOT), then the first call
+(warm-up) and ``--repeats`` further calls run on fresh seeds; the table quotes their median.
+With ``--peer`` the public rejax PPO runs the same hyperparameters in the same process,
+alternating call by call with purerl, and the table adds the median of the per-pair ratios.
+Steps count environment steps of all seeds together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+import tyro
+
+from purerl import envs
+from purerl.algos.ppo import PPOConfig, make_ppo
+from purerl.presets import PPO_PRESETS
+from purerl.runtime import configure_jax
+from purerl.train import compile_chunk, init_agents
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+import peers  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchArgs:
+    env: str = "CartPole-v1"
+    """Environment id."""
+    num_envs: int = 4
+    """Parallel environments per agent."""
+    rollout_len: int = 128
+    """Steps per environment per update."""
+    seeds: tuple[int, ...] = (1, 8)
+    """Numbers of vmapped seeds to measure, one row each."""
+    total_timesteps: int = 500_000
+    """Environment steps per agent per timed call."""
+    repeats: int = 3
+    """Timed calls after the warm-up call."""
+    peer: bool = False
+    """Also run rejax's PPO (pip install rejax) alternately in the same process."""
+
+
+Runner = Callable[[int], float]
+"""``run(call_index) -> seconds`` for one full call on fresh seeds."""
+
+
+def purerl_runner(cfg: PPOConfig, num_seeds: int) -> tuple[Runner, float]:
+    env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
+    algo = make_ppo(cfg, env)
+    agents = init_agents(algo, range(num_seeds))
+    start = time.perf_counter()
+    compiled = compile_chunk(algo, agents, cfg.num_updates)
+    compile_s = time.perf_counter() - start
+
+    def run(call: int) -> float:
+        fresh = jax.block_until_ready(
+            init_agents(algo, [1000 * (call + 1) + i for i in range(num_seeds)])
+        )
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(fresh))
+        return time.perf_counter() - start
+
+    return run, compile_s
+
+
+def rejax_runner(cfg: PPOConfig, num_seeds: int) -> tuple[Runner, float]:
+    # Like purerl, a single seed runs without vmap (a batch of one is slower on CPU).
+    train = peers.make_rejax_ppo(cfg)
+    if num_seeds > 1:
+        train = jax.vmap(train)
+    keys = jax.random.split(jax.random.key(0), num_seeds)
+    if num_seeds == 1:
+        keys = keys[0]
+    start = time.perf_counter()
+    compiled = jax.jit(train).lower(keys).compile()
+    compile_s = time.perf_counter() - start
+
+    def run(call: int) -> float:
+        fresh = jax.random.split(jax.random.key(call + 1), num_seeds)
+        fresh = fresh if num_seeds > 1 else fresh[0]
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(fresh))
+        return time.perf_counter() - start
+
+    return run, compile_s
+
+
+def measure(runners: dict[str, Runner], repeats: int) -> dict[str, list[float]]:
+    """Warm-up call, then ``repeats`` timed calls, alternating between runners (A B A B ...)."""
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for call in range(repeats + 1):
+        for name, run in runners.items():
+            seconds = run(call)
+            if call > 0:
+                times[name].append(seconds)
+    return times
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(args: BenchArgs) -> None:
+    base = PPO_PRESETS.get(args.env, PPOConfig(env=args.env))
+    cfg = dataclasses.replace(
+        base,
+        env=args.env,
+        num_envs=args.num_envs,
+        rollout_len=args.rollout_len,
+        total_timesteps=args.total_timesteps,
+        num_seeds=1,
+    )
+    if args.peer and not peers.rejax_available():
+        raise SystemExit("error: --peer needs rejax (pip install rejax)")
+    print(
+        f"# PPO {cfg.env}: {cfg.num_envs} envs x {cfg.rollout_len} steps, "
+        f"{cfg.num_epochs} epochs x {cfg.num_minibatches} minibatches, "
+        f"{cfg.num_updates} updates per call\n"
+        f"# {platform.processor() or platform.machine()}, {jax.device_count()} "
+        f"{jax.default_backend()} device(s), jax {jax.__version__}; "
+        f"median of {args.repeats} calls after a warm-up\n"
+    )
+    header = (
+        "| impl | seeds | compile s | steps/s | steps/s per seed | vs purerl 1 seed | vs peer |"
+    )
+    print(header)
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    steps = cfg.num_updates * cfg.batch_size
+    single_sps = None
+    for num_seeds in args.seeds:
+        runners, compiles = {}, {}
+        runners["purerl"], compiles["purerl"] = purerl_runner(cfg, num_seeds)
+        if args.peer:
+            runners["rejax"], compiles["rejax"] = rejax_runner(cfg, num_seeds)
+        times = measure(runners, args.repeats)
+        ours = steps * num_seeds / statistics.median(times["purerl"])
+        single_sps = single_sps or (ours if num_seeds == 1 else None)
+        for name in runners:
+            sps = steps * num_seeds / statistics.median(times[name])
+            vs_single = f"{sps / single_sps:.2f}x" if single_sps and name == "purerl" else "-"
+            vs_peer = "-"
+            if args.peer and name == "purerl":
+                ratios = [b / a for a, b in zip(times["purerl"], times["rejax"], strict=True)]
+                vs_peer = f"{statistics.median(ratios):.2f}x"
+            print(
+                f"| {name} | {num_seeds} | {compiles[name]:.1f} | {sps:,.0f} | "
+                f"{sps / num_seeds:,.0f} | {vs_single} | {vs_peer} |",
+                flush=True,
+            )
+    print(f"\npeak resident memory: {peak_rss_mib():,.0f} MiB")
+
+
+if __name__ == "__main__":
+    configure_jax()
+    main(tyro.cli(BenchArgs, description=__doc__))

@@ -1,0 +1,23 @@
+"""Algorithms as pairs of pure functions, ``Algo(init, update)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, NamedTuple, TypeVar
+
+from purerl.types import Key, Metrics
+
+S = TypeVar("S")
+
+
+class Algo(NamedTuple, Generic[S]):
+    """An algorithm in the shape of an optax optimizer.
+
+    ``init(key)`` builds a fresh state; ``update(state, key)`` runs one rollout and learning
+    step and returns the new state with that update's scalar metrics. Both are pure and are
+    jitted, scanned and vmapped by ``purerl.train``, never by the algorithm itself. Every state
+    has an int32 ``step`` field counting the updates done.
+    """
+
+    init: Callable[[Key], S]
+    update: Callable[[S, Key], tuple[S, Metrics]]

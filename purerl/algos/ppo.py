@@ -1,0 +1,314 @@
+"""Proximal Policy Optimization (Schulman et al. 2017) as a recipe of shared building blocks.
+
+One ``update`` collects ``rollout_len`` steps from ``num_envs`` environments, computes GAE
+advantages (bootstrapping truncated episodes from their final observation), and runs
+``num_epochs`` passes of ``num_minibatches`` clipped-surrogate gradient steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from purerl.algos import Algo
+from purerl.config import CommonConfig, ConfigError, require_positive, require_unit_interval
+from purerl.envs.base import Environment
+from purerl.envs.stats import summarize
+from purerl.nets import ACTIVATIONS, ActorCritic, make_actor_critic
+from purerl.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
+from purerl.ops.optim import current_lr, make_optimizer
+from purerl.ops.returns import compute_gae
+from purerl.ops.sgd import flatten_time_batch, minibatch_epochs, pmean
+from purerl.rollout import PolicyStep, Rollout, collect
+from purerl.types import Array, Key, Metrics, PyTree
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig(CommonConfig):
+    """PPO hyperparameters; defaults are the CartPole-v1 preset."""
+
+    rollout_len: int = 128
+    """Steps per environment between updates."""
+    num_epochs: int = 4
+    """Passes over each rollout."""
+    num_minibatches: int = 4
+    """Minibatches per pass; must divide num_envs * rollout_len."""
+    lr: float = 2.5e-4
+    """Adam learning rate."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda (Schulman et al. 2016)."""
+    clip_eps: float = 0.2
+    """Ratio clip of the surrogate (Schulman et al. 2017, eq. 7); also clips the value update."""
+    clip_value_loss: bool = True
+    """Clip the value update around the value at collection time."""
+    ent_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Gradients are rescaled so their global norm is at most this."""
+    normalize_advantages: bool = True
+    """Standardise advantages within each minibatch."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the actor and critic MLPs."""
+    activation: str = "tanh"
+    """Hidden activation: tanh, relu, gelu or swish."""
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.rollout_len
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_timesteps // self.batch_size
+
+    @property
+    def env_steps_per_update(self) -> int:
+        return self.batch_size
+
+    def __post_init__(self):
+        super().__post_init__()
+        require_positive(self, "rollout_len", "num_epochs", "num_minibatches", "lr", "clip_eps")
+        require_positive(self, "max_grad_norm")
+        require_unit_interval(self, "gamma", "gae_lambda")
+        if self.batch_size % self.num_minibatches:
+            raise ConfigError(
+                f"--num-minibatches {self.num_minibatches} does not divide the batch of "
+                f"{self.batch_size} (num_envs {self.num_envs} x rollout_len {self.rollout_len}); "
+                "pick a divisor of the batch"
+            )
+        if self.total_timesteps < self.batch_size:
+            raise ConfigError(
+                f"--total-timesteps {self.total_timesteps} is less than one update of "
+                f"{self.batch_size} steps; raise it or lower num_envs x rollout_len"
+            )
+        if self.activation not in ACTIVATIONS:
+            raise ConfigError(
+                f"--activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
+            )
+        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
+            raise ConfigError(f"--hidden-sizes must be positive widths, got {self.hidden_sizes}")
+
+
+class PPOHparams(NamedTuple):
+    """The numeric hyperparameters, as traced float32 scalars so they can be vmapped over."""
+
+    lr: Array
+    gamma: Array
+    gae_lambda: Array
+    clip_eps: Array
+    ent_coef: Array
+    vf_coef: Array
+    max_grad_norm: Array
+
+    @classmethod
+    def from_config(cls, cfg: PPOConfig) -> PPOHparams:
+        return cls(*(jnp.asarray(getattr(cfg, name), jnp.float32) for name in cls._fields))
+
+
+class PPOState(NamedTuple):
+    params: PyTree
+    opt_state: Any
+    env_state: Any
+    obs: Array
+    """``[B, *obs_shape]`` observations to act on next."""
+    step: Array
+    """int32 count of updates done."""
+    hparams: PPOHparams
+
+
+class PPOExtras(NamedTuple):
+    """What the behaviour policy records with each action, ``[B]``."""
+
+    log_prob: Array
+
+
+class PPOBatch(NamedTuple):
+    """Flattened training data, ``[N, ...]`` with ``N = T * B``."""
+
+    obs: Array
+    action: Array
+    log_prob: Array
+    value: Array
+    advantage: Array
+    target: Array
+    valid: Array
+
+
+def act(network: ActorCritic, params: PyTree, obs: Array, key: Key) -> PolicyStep:
+    """Samples an action from the current policy and records its log-probability.
+
+    Values are not computed here: ``rollout_values`` evaluates the critic on the whole rollout
+    at once afterwards, which keeps the critic out of the sequential environment loop.
+    """
+    dist = network.apply(params, obs, method="policy_dist")
+    action = dist.sample(key)
+    return PolicyStep(action, PPOExtras(dist.log_prob(action)))
+
+
+class RolloutValues(NamedTuple):
+    """Critic values for a rollout, ``[T, B]`` each."""
+
+    values: Array
+    """Value of the observation each step acted on."""
+    next_values: Array
+    """Value of the observation each step reached: its final observation, then the next one."""
+
+
+def rollout_values(
+    network: ActorCritic, params: PyTree, rollout: Rollout, autoreset: str
+) -> RolloutValues:
+    """Evaluates the critic on a rollout's observations in one batched pass.
+
+    A step reaches ``obs[t + 1]`` unless its episode ended; then it reached ``final_obs[t]``,
+    which a truncated episode bootstraps from. Where the environment resets on the following
+    step (``autoreset == "next_step"``) the two coincide and final observations are skipped.
+    """
+    traj = rollout.transitions
+    num_steps, num_envs = traj.reward.shape
+    visited = jnp.concatenate([traj.obs, rollout.obs[None]])
+    if autoreset == "same_step":
+        visited = jnp.concatenate([visited, traj.final_obs])
+    flat = visited.reshape((-1,) + visited.shape[2:])
+    all_values = network.apply(params, flat, method="critic").reshape(-1, num_envs)
+    values, next_values = all_values[:num_steps], all_values[1 : num_steps + 1]
+    if autoreset == "same_step":
+        final_values = all_values[num_steps + 1 :]
+        next_values = jnp.where(traj.terminated | traj.truncated, final_values, next_values)
+    return RolloutValues(values, next_values)
+
+
+def ppo_loss(
+    params: PyTree,
+    batch: PPOBatch,
+    *,
+    network: ActorCritic,
+    hparams: PPOHparams,
+    normalize_adv: bool,
+    clip_value: bool,
+) -> tuple[Array, Metrics]:
+    """Clipped surrogate + weighted value loss - weighted entropy, over valid entries."""
+    dist, values = network.apply(params, batch.obs)
+    advantages = batch.advantage
+    if normalize_adv:
+        advantages = normalize_advantages(advantages, batch.valid)
+    policy_loss, aux = ppo_policy_loss(
+        dist.log_prob(batch.action), batch.log_prob, advantages, hparams.clip_eps, batch.valid
+    )
+    v_loss = value_loss(
+        values, batch.value, batch.target, batch.valid, hparams.clip_eps if clip_value else None
+    )
+    entropy = masked_mean(dist.entropy(), batch.valid)
+    loss = policy_loss + hparams.vf_coef * v_loss - hparams.ent_coef * entropy
+    return loss, {
+        "loss/policy": policy_loss,
+        "loss/value": v_loss,
+        "loss/entropy": entropy,
+        "loss/approx_kl": aux["approx_kl"],
+        "loss/clip_frac": aux["clip_frac"],
+    }
+
+
+def make_ppo(
+    cfg: PPOConfig, env: Environment, env_params: Any = None, axis_name: str | None = None
+) -> Algo[PPOState]:
+    """Builds PPO for a vectorised environment.
+
+    Args:
+        cfg: hyperparameters.
+        env: a vectorised environment; its ``num_envs`` is the batch this algorithm steps.
+        env_params: environment parameters (default: ``env.default_params``).
+        axis_name: mapped axis to average gradients and metrics over (data parallelism).
+    """
+    num_envs = env.spec.num_envs
+    if num_envs is None:
+        raise ConfigError(f"PPO needs a vectorised environment; make {env.spec.id} with num_envs")
+    if (num_envs * cfg.rollout_len) % cfg.num_minibatches:
+        raise ConfigError(
+            f"--num-minibatches {cfg.num_minibatches} does not divide the per-device batch of "
+            f"{num_envs * cfg.rollout_len}"
+        )
+    network = make_actor_critic(env.spec.action_space, cfg.hidden_sizes, cfg.activation)
+    env_params = env.default_params if env_params is None else env_params
+    anneal = (cfg.num_updates, cfg.num_epochs * cfg.num_minibatches) if cfg.anneal_lr else None
+
+    def optimizer(hparams: PPOHparams):
+        return make_optimizer(hparams.lr, hparams.max_grad_norm, anneal_over=anneal)
+
+    def init(key: Key) -> PPOState:
+        net_key, env_key = jax.random.split(key)
+        env_state, obs = env.reset(env_key, env_params)
+        params = network.init(net_key, obs)
+        hparams = PPOHparams.from_config(cfg)
+        return PPOState(
+            params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams
+        )
+
+    def update(state: PPOState, key: Key) -> tuple[PPOState, Metrics]:
+        rollout_key, sgd_key = jax.random.split(key)
+        policy = functools.partial(act, network, state.params)
+        rollout = collect(
+            env, env_params, policy, state.env_state, state.obs, rollout_key, cfg.rollout_len
+        )
+        traj = rollout.transitions
+        values = rollout_values(network, state.params, rollout, env.spec.autoreset)
+        advantages, targets = compute_gae(
+            traj.reward,
+            values.values,
+            values.next_values,
+            traj.terminated,
+            traj.terminated | traj.truncated,
+            state.hparams.gamma,
+            state.hparams.gae_lambda,
+        )
+        batch = flatten_time_batch(
+            PPOBatch(
+                traj.obs,
+                traj.action,
+                traj.extras.log_prob,
+                values.values,
+                advantages,
+                targets,
+                traj.valid,
+            )
+        )
+        loss_fn = functools.partial(
+            ppo_loss,
+            network=network,
+            hparams=state.hparams,
+            normalize_adv=cfg.normalize_advantages,
+            clip_value=cfg.clip_value_loss,
+        )
+        params, opt_state, metrics = minibatch_epochs(
+            sgd_key,
+            state.params,
+            state.opt_state,
+            batch,
+            loss_fn,
+            optimizer(state.hparams),
+            cfg.num_epochs,
+            cfg.num_minibatches,
+            axis_name,
+        )
+        metrics = {**pmean(metrics, axis_name), **summarize(traj.episode)}
+        metrics["optim/lr"] = current_lr(
+            state.hparams.lr, state.step * cfg.num_epochs * cfg.num_minibatches, anneal
+        )
+        new_state = PPOState(
+            params, opt_state, rollout.env_state, rollout.obs, state.step + 1, state.hparams
+        )
+        return new_state, metrics
+
+    return Algo(init, update)

@@ -1,0 +1,59 @@
+"""Action distributions as pytrees: a network returns one, the algorithm samples and scores it."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from purerl.types import Array, Key
+
+
+class Categorical(NamedTuple):
+    """Categorical over the last axis of ``logits``; actions are int32."""
+
+    logits: Array
+
+    def sample(self, key: Key) -> Array:
+        return jax.random.categorical(key, self.logits).astype(jnp.int32)
+
+    def mode(self) -> Array:
+        return jnp.argmax(self.logits, axis=-1).astype(jnp.int32)
+
+    def log_prob(self, action: Array) -> Array:
+        log_p = jax.nn.log_softmax(self.logits)
+        return jnp.take_along_axis(log_p, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+    def entropy(self) -> Array:
+        log_p = jax.nn.log_softmax(self.logits)
+        return -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+
+
+class DiagGaussian(NamedTuple):
+    """Independent normals over the last axis; ``log_std`` broadcasts against ``mean``."""
+
+    mean: Array
+    log_std: Array
+
+    def sample(self, key: Key) -> Array:
+        noise = jax.random.normal(key, self.mean.shape, self.mean.dtype)
+        return self.mean + jnp.exp(self.log_std) * noise
+
+    def mode(self) -> Array:
+        return self.mean
+
+    def log_prob(self, action: Array) -> Array:
+        z = (action - self.mean) * jnp.exp(-self.log_std)
+        per_dim = -0.5 * z**2 - self.log_std - 0.5 * math.log(2 * math.pi)
+        return jnp.sum(per_dim, axis=-1)
+
+    def entropy(self) -> Array:
+        per_dim = jnp.broadcast_to(self.log_std, self.mean.shape) + 0.5 * math.log(
+            2 * math.pi * math.e
+        )
+        return jnp.sum(per_dim, axis=-1)
+
+
+Distribution = Categorical | DiagGaussian

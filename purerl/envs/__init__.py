@@ -1,0 +1,152 @@
+"""Environments: one ``make`` for every registered id.
+
+>>> env = make("CartPole-v1", num_envs=4)
+>>> state, obs = env.reset(jax.random.key(0), env.default_params)        # obs: [4, 4]
+>>> state, step = env.step(key, state, actions, env.default_params)      # step.obs: [4, 4]
+
+Ids come from backends registered below: every gymnax id (classic control, MinAtar, bsuite,
+misc) and purerl's probe environments (``envs/probes.py``). Backends whose packages are
+optional are imported only when one of their ids is made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from purerl.envs.base import Box, Discrete, Environment, EnvSpec, Step
+from purerl.envs.wrappers import (
+    AutoReset,
+    ClipAction,
+    NormalizeObservation,
+    RecordEpisodeStats,
+    Vectorize,
+)
+
+__all__ = [
+    "Box",
+    "Discrete",
+    "EnvSpec",
+    "Environment",
+    "Step",
+    "UnknownEnvError",
+    "list_envs",
+    "make",
+    "register",
+]
+
+
+class UnknownEnvError(ValueError):
+    """An environment id that no backend provides."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvEntry:
+    """How to build one id.
+
+    ``factory(env_id, num_envs, **options)`` returns either a single auto-resetting pure
+    environment (``batched=False``; ``make`` vectorises it) or an already batched one.
+    ``needs_reset_wrapper`` marks single environments whose ``step`` does not reset.
+    """
+
+    factory: Callable[..., Environment]
+    batched: bool = False
+    needs_reset_wrapper: bool = False
+
+
+_REGISTRY: dict[str, EnvEntry] = {}
+
+
+def register(env_id: str, entry: EnvEntry) -> None:
+    _REGISTRY[env_id] = entry
+
+
+def list_envs() -> list[str]:
+    """All registered ids, sorted."""
+    return sorted(_REGISTRY)
+
+
+def _gymnax_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.gymnax import make_gymnax
+
+    return make_gymnax(env_id, **options)
+
+
+def _register_gymnax() -> None:
+    import gymnax
+
+    for env_id in gymnax.registered_envs:
+        register(env_id, EnvEntry(_gymnax_factory))
+
+
+def _probe_factory(env_id: str, num_envs: int | None) -> Environment:
+    from purerl.envs.probes import make_probe
+
+    return make_probe(env_id)
+
+
+def _register_probes() -> None:
+    from purerl.envs.probes import PROBES
+
+    for env_id in PROBES:
+        register(env_id, EnvEntry(_probe_factory, needs_reset_wrapper=True))
+
+
+_register_gymnax()
+_register_probes()
+
+
+def lookup(env_id: str) -> EnvEntry:
+    """The registry entry for ``env_id``.
+
+    Raises:
+        UnknownEnvError: with the closest registered ids in the message.
+    """
+    if env_id in _REGISTRY:
+        return _REGISTRY[env_id]
+    by_lower = {name.lower(): name for name in _REGISTRY}
+    close = [
+        by_lower[m] for m in difflib.get_close_matches(env_id.lower(), by_lower, n=4, cutoff=0.6)
+    ]
+    hint = f"did you mean {' or '.join(close)}?" if close else "purerl.envs.list_envs() lists them"
+    raise UnknownEnvError(f"unknown environment id {env_id!r}; {hint}")
+
+
+def make(
+    env_id: str,
+    num_envs: int | None = None,
+    *,
+    normalize_obs: bool = False,
+    clip_actions: bool = True,
+    **options: Any,
+) -> Environment:
+    """Builds environment ``env_id``, vectorised over ``num_envs`` copies.
+
+    Args:
+        env_id: a registered id (``list_envs()``).
+        num_envs: parallel environments per ``step``; None for one unbatched environment.
+        normalize_obs: standardise observations with running statistics (needs ``num_envs``).
+        clip_actions: clip continuous actions into the action space before stepping.
+        **options: backend options (for gymnax: fields of the environment's ``EnvParams``).
+
+    Returns:
+        An auto-resetting environment whose steps report finished episodes in ``Step.episode``.
+    """
+    entry = lookup(env_id)
+    if num_envs is not None and num_envs < 1:
+        raise ValueError(f"num_envs must be positive, got {num_envs}")
+    env = entry.factory(env_id, num_envs, **options)
+    if entry.needs_reset_wrapper:
+        env = AutoReset(env)
+    if clip_actions and isinstance(env.spec.action_space, Box):
+        env = ClipAction(env)
+    if num_envs is not None and not entry.batched:
+        env = Vectorize(env, num_envs)
+    env = RecordEpisodeStats(env)
+    if normalize_obs:
+        if num_envs is None:
+            raise ValueError("normalize_obs needs num_envs: statistics are taken over a batch")
+        env = NormalizeObservation(env)
+    return env

@@ -1,0 +1,132 @@
+"""The environment interface every adapter and wrapper implements.
+
+An environment is an immutable object with pure ``reset`` and ``step`` functions; all mutable
+data lives in the state it returns. Keys and environment parameters are explicit arguments, so
+the same object can be stepped under ``jit``, ``vmap`` and ``lax.scan``.
+
+Environments auto-reset: the ``Step`` of a finished episode already carries the first
+observation of the next one in ``obs`` and the observation that ended the episode in
+``final_obs``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+
+import jax.numpy as jnp
+import numpy as np
+
+from purerl.types import Array, EpisodeStats, Key
+
+S = TypeVar("S")
+
+
+class Step(NamedTuple):
+    """What one call of ``step`` returns besides the new state.
+
+    Shapes are per environment (``[]`` for a single env, ``[B]`` once vectorised), with the
+    observation shape appended to ``obs`` and ``final_obs``.
+
+    Attributes:
+        obs: observation to act on next (first observation of a new episode after a reset).
+        reward: float32 reward used for learning.
+        terminated: bool, the episode reached a terminal state; do not bootstrap.
+        truncated: bool, the episode was cut short (time limit); bootstrap from ``final_obs``.
+            Never set together with ``terminated``.
+        final_obs: observation this step reached, before any auto-reset.
+        valid: bool, False where the step only reset the environment and ignored the action.
+        episode: finished-episode report, filled in by ``RecordEpisodeStats``.
+    """
+
+    obs: Array
+    reward: Array
+    terminated: Array
+    truncated: Array
+    final_obs: Array
+    valid: Array
+    episode: EpisodeStats
+
+
+@dataclasses.dataclass(frozen=True)
+class Discrete:
+    """``num_actions`` choices, actions are int32 in ``[0, num_actions)``."""
+
+    num_actions: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """Real-valued actions of ``shape`` bounded elementwise by ``low`` and ``high``."""
+
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    shape: tuple[int, ...]
+
+
+ActionSpace = Discrete | Box
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """Static description of an environment.
+
+    Attributes:
+        id: registered id, e.g. ``CartPole-v1``.
+        obs_shape: shape of one observation.
+        obs_dtype: dtype name of observations (``float32``, ``uint8``).
+        action_space: ``Discrete`` or ``Box``.
+        num_envs: parallel environments stepped per call, or None for a single environment.
+        frame_skip: emulator frames per environment step (4 on Atari), for frame counts.
+        autoreset: ``"same_step"`` when a finished episode's step already returns the next
+            episode's first observation (``final_obs`` differs from ``obs`` there), or
+            ``"next_step"`` when the environment resets on the following step instead (EnvPool):
+            then ``final_obs`` equals ``obs`` and the reset step comes back with ``valid`` False.
+    """
+
+    id: str
+    obs_shape: tuple[int, ...]
+    obs_dtype: str
+    action_space: ActionSpace
+    num_envs: int | None = None
+    frame_skip: int = 1
+    autoreset: Literal["same_step", "next_step"] = "same_step"
+
+    @property
+    def discrete(self) -> bool:
+        return isinstance(self.action_space, Discrete)
+
+
+class Environment(Protocol[S]):
+    """The interface of adapters and wrappers.
+
+    ``pure`` is False for environments whose step has side effects outside JAX (EnvPool): those
+    cannot be placed under ``vmap`` and ignore the keys they are given.
+    """
+
+    spec: EnvSpec
+    pure: bool
+
+    @property
+    def default_params(self) -> Any: ...
+
+    def reset(self, key: Key, params: Any) -> tuple[S, Array]:
+        """Returns the initial state and observation."""
+        ...
+
+    def step(self, key: Key, state: S, action: Array, params: Any) -> tuple[S, Step]:
+        """Advances one step (auto-resetting finished episodes)."""
+        ...
+
+
+def no_episodes(reward: Array) -> EpisodeStats:
+    """An ``EpisodeStats`` reporting no finished episode, shaped like ``reward``."""
+    return EpisodeStats(
+        done=jnp.zeros(reward.shape, bool),
+        returns=jnp.zeros(reward.shape, jnp.float32),
+        lengths=jnp.zeros(reward.shape, jnp.int32),
+    )
+
+
+def action_dtype(space: ActionSpace) -> np.dtype:
+    return np.dtype(np.int32) if isinstance(space, Discrete) else np.dtype(np.float32)

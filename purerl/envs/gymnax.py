@@ -1,0 +1,84 @@
+"""Adapter from gymnax (>= 1.0) environments to the purerl interface."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from purerl.envs.base import ActionSpace, Box, Discrete, EnvSpec, Step, no_episodes
+from purerl.types import Array, Key
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GymnaxEnv:
+    """One gymnax environment.
+
+    gymnax >= 1.0 auto-resets inside ``step`` and reports the pre-reset observation as
+    ``info["final_observation"]``, which becomes ``Step.final_obs``. Where gymnax flags an
+    episode as both terminated and truncated, termination wins (no bootstrap).
+    """
+
+    env: Any
+    params: Any
+    spec: EnvSpec
+    pure: bool = True
+
+    @property
+    def default_params(self) -> Any:
+        return self.params
+
+    def reset(self, key: Key, params: Any) -> tuple[Any, Array]:
+        obs, state = self.env.reset(key, params)
+        return state, obs
+
+    def step(self, key: Key, state: Any, action: Array, params: Any) -> tuple[Any, Step]:
+        obs, state, reward, terminated, truncated, info = self.env.step(key, state, action, params)
+        reward = jnp.asarray(reward, jnp.float32)
+        terminated = jnp.asarray(terminated, bool)
+        return state, Step(
+            obs=obs,
+            reward=reward,
+            terminated=terminated,
+            truncated=jnp.asarray(truncated, bool) & ~terminated,
+            final_obs=info["final_observation"],
+            valid=jnp.ones((), bool),
+            episode=no_episodes(reward),
+        )
+
+
+def _action_space(space: Any) -> ActionSpace:
+    if hasattr(space, "n"):
+        return Discrete(int(space.n))
+    shape = tuple(space.shape)
+    low = np.broadcast_to(np.asarray(space.low, np.float32), shape).ravel()
+    high = np.broadcast_to(np.asarray(space.high, np.float32), shape).ravel()
+    return Box(tuple(map(float, low)), tuple(map(float, high)), shape)
+
+
+def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
+    """Builds a gymnax environment; keyword arguments override fields of its ``EnvParams``.
+
+    Raises:
+        ValueError: an override names no field of the environment's parameters.
+    """
+    import gymnax
+
+    env, params = gymnax.make(env_id)
+    unknown = sorted(set(param_overrides) - set(dataclasses.asdict(params)))
+    if unknown:
+        fields = ", ".join(sorted(dataclasses.asdict(params)))
+        raise ValueError(
+            f"{env_id} has no parameter {', '.join(unknown)}; its parameters are: {fields}"
+        )
+    params = params.replace(**param_overrides)
+    obs_space = env.observation_space(params)
+    spec = EnvSpec(
+        id=env_id,
+        obs_shape=tuple(obs_space.shape),
+        obs_dtype=np.dtype(obs_space.dtype).name,
+        action_space=_action_space(env.action_space(params)),
+    )
+    return GymnaxEnv(env, params, spec)

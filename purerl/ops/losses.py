@@ -1,0 +1,65 @@
+"""Loss terms, each a pure function of arrays with an optional validity mask."""
+
+from __future__ import annotations
+
+import chex
+import jax.numpy as jnp
+
+from purerl.types import Array
+
+
+def masked_mean(x: Array, mask: Array) -> Array:
+    """Mean of ``x`` over entries where ``mask`` is set (0 when none is)."""
+    chex.assert_equal_shape([x, mask])
+    mask = mask.astype(x.dtype)
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def normalize_advantages(advantages: Array, mask: Array, eps: float = 1e-8) -> Array:
+    """Standardises advantages over the valid entries of a minibatch."""
+    mean = masked_mean(advantages, mask)
+    var = masked_mean((advantages - mean) ** 2, mask)
+    return (advantages - mean) / (jnp.sqrt(var) + eps)
+
+
+def ppo_policy_loss(
+    log_prob: Array, old_log_prob: Array, advantages: Array, clip_eps: float | Array, mask: Array
+) -> tuple[Array, dict[str, Array]]:
+    """Clipped surrogate objective (Schulman et al. 2017, eq. 7), negated to be minimised.
+
+    Returns:
+        ``(loss, aux)`` where aux holds ``approx_kl`` (the low-variance estimator
+        ``(r - 1) - log r``) and ``clip_frac`` (share of entries whose ratio left the clip range),
+        both averaged over valid entries.
+    """
+    chex.assert_equal_shape([log_prob, old_log_prob, advantages, mask])
+    log_ratio = log_prob - old_log_prob
+    ratio = jnp.exp(log_ratio)
+    unclipped = ratio * advantages
+    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages
+    loss = -masked_mean(jnp.minimum(unclipped, clipped), mask)
+    aux = {
+        "approx_kl": masked_mean((ratio - 1.0) - log_ratio, mask),
+        "clip_frac": masked_mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32), mask),
+    }
+    return loss, aux
+
+
+def value_loss(
+    values: Array,
+    old_values: Array,
+    targets: Array,
+    mask: Array,
+    clip_eps: float | Array | None = None,
+) -> Array:
+    """Half squared error to the targets; with ``clip_eps``, the pessimistic clipped variant.
+
+    The clipped form keeps the new value within ``clip_eps`` of the value at collection time and
+    takes the larger of the two errors (as in OpenAI baselines' PPO2).
+    """
+    chex.assert_equal_shape([values, old_values, targets, mask])
+    error = (values - targets) ** 2
+    if clip_eps is not None:
+        clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
+        error = jnp.maximum(error, (clipped - targets) ** 2)
+    return 0.5 * masked_mean(error, mask)

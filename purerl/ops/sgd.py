@@ -1,0 +1,99 @@
+"""Minibatch stochastic gradient descent over a collected batch, as nested ``lax.scan``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+from purerl.types import Array, Key, Metrics, PyTree
+
+LossFn = Callable[[PyTree, PyTree], tuple[Array, Metrics]]
+"""``loss_fn(params, minibatch) -> (loss, metrics)``."""
+
+
+def pmean(x: PyTree, axis_name: str | None) -> PyTree:
+    """Mean over the named mapped axis, or ``x`` unchanged when there is none."""
+    return x if axis_name is None else jax.lax.pmean(x, axis_name)
+
+
+def flatten_time_batch(tree: PyTree) -> PyTree:
+    """``[T, B, ...]`` leaves to ``[T * B, ...]``."""
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), tree)
+
+
+def shuffle_into_minibatches(key: Key, batch: PyTree, num_minibatches: int) -> PyTree:
+    """A random permutation of ``batch`` (leaves ``[N, ...]``), split to ``[M, N / M, ...]``."""
+    size = jax.tree.leaves(batch)[0].shape[0]
+    chex.assert_tree_shape_prefix(batch, (size,))
+    if size % num_minibatches:
+        raise ValueError(f"batch of {size} does not split into {num_minibatches} minibatches")
+    order = jax.random.permutation(key, size)
+    return jax.tree.map(
+        lambda x: x[order].reshape((num_minibatches, size // num_minibatches) + x.shape[1:]),
+        batch,
+    )
+
+
+def sgd_step(
+    params: PyTree,
+    opt_state: Any,
+    minibatch: PyTree,
+    loss_fn: LossFn,
+    tx: optax.GradientTransformation,
+    axis_name: str | None = None,
+) -> tuple[PyTree, Any, Metrics]:
+    """One gradient step; gradients are averaged over ``axis_name`` when given."""
+    (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, minibatch)
+    grads = pmean(grads, axis_name)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    return (
+        params,
+        opt_state,
+        {**metrics, "loss/total": loss, "optim/grad_norm": optax.tree.norm(grads)},
+    )
+
+
+def minibatch_epochs(
+    key: Key,
+    params: PyTree,
+    opt_state: Any,
+    batch: PyTree,
+    loss_fn: LossFn,
+    tx: optax.GradientTransformation,
+    num_epochs: int,
+    num_minibatches: int,
+    axis_name: str | None = None,
+) -> tuple[PyTree, Any, Metrics]:
+    """``num_epochs`` passes over ``batch``, each in ``num_minibatches`` shuffled minibatches.
+
+    Args:
+        key: shuffling key; each epoch uses its own permutation.
+        batch: leaves ``[N, ...]`` with ``N`` divisible by ``num_minibatches``.
+        loss_fn: ``(params, minibatch) -> (loss, metrics)``.
+
+    Returns:
+        Updated ``(params, opt_state)`` and the metrics averaged over all gradient steps.
+    """
+
+    def epoch(carry, epoch_key):
+        minibatches = shuffle_into_minibatches(epoch_key, batch, num_minibatches)
+
+        def step(carry, minibatch):
+            params, opt_state = carry
+            params, opt_state, metrics = sgd_step(
+                params, opt_state, minibatch, loss_fn, tx, axis_name
+            )
+            return (params, opt_state), metrics
+
+        return jax.lax.scan(step, carry, minibatches)
+
+    (params, opt_state), metrics = jax.lax.scan(
+        epoch, (params, opt_state), jax.random.split(key, num_epochs)
+    )
+    return params, opt_state, jax.tree.map(jnp.mean, metrics)

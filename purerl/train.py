@@ -1,0 +1,231 @@
+"""The host loop: compiled chunks of updates for all seeds, and the reporting between them.
+
+A chunk is ``lax.scan`` over ``algo.update``, vmapped over seeds and compiled once per chunk
+length. Update ``u`` of every seed draws its key as ``fold_in(seed_key, u)``, so results do not
+depend on how the run is cut into chunks: one chunk of 2N updates equals two chunks of N.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from purerl.algos import Algo
+from purerl.envs.stats import recent_mean_return
+from purerl.logging import ChunkReport, Sink, emit
+from purerl.types import Array, Key, Metrics
+
+S = TypeVar("S")
+
+FINAL_WINDOW_EPISODES = 100
+"""The final return of a seed is its mean over at least this many last finished episodes."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run is reported. Nothing here changes its result."""
+
+    run_dir: str | None = None
+    """Run directory (default: runs/<algo>-<env>-<timestamp>). Must not exist or be empty."""
+    updates_per_chunk: int | None = None
+    """Updates per compiled chunk, i.e. between log points (default: about 20 chunks)."""
+    progress: bool = True
+    """Show a progress bar (a plain line per chunk when stdout is not a terminal)."""
+    stream: bool = False
+    """Also stream progress from inside each chunk through a JAX callback (finer-grained bar)."""
+
+
+class Agent(NamedTuple, Generic[S]):
+    """One independent training session: the algorithm state and its key stream."""
+
+    state: S
+    key: Key
+    """Update ``u`` uses ``fold_in(key, u)``."""
+    seed: Array
+    """int32 seed this agent was built from."""
+
+
+class TrainSpec(Protocol):
+    """What the loop needs to know of an algorithm's configuration."""
+
+    num_seeds: int
+    seed: int
+
+    @property
+    def num_updates(self) -> int: ...
+
+    @property
+    def env_steps_per_update(self) -> int: ...
+
+
+def init_agent(algo: Algo[S], seed: Array) -> Agent[S]:
+    init_key, run_key = jax.random.split(jax.random.key(seed))
+    return Agent(algo.init(init_key), run_key, jnp.asarray(seed, jnp.int32))
+
+
+def init_agents(algo: Algo[S], seeds: Sequence[int]) -> Agent[S]:
+    """Agents for ``seeds``, stacked along a leading seed axis."""
+    return jax.jit(jax.vmap(lambda seed: init_agent(algo, seed)))(jnp.asarray(seeds, jnp.int32))
+
+
+StreamFn = Callable[[Array, Array, Metrics], None]
+"""Host function called from inside a chunk with ``(seed, updates_done, metrics)``."""
+
+
+def make_run_chunk(
+    algo: Algo[S], num_updates: int, stream: StreamFn | None = None
+) -> Callable[[Agent[S]], tuple[Agent[S], Metrics]]:
+    """``num_updates`` updates of one agent, returning metrics stacked ``[num_updates]``."""
+
+    def run_chunk(agent: Agent[S]) -> tuple[Agent[S], Metrics]:
+        def body(state, _):
+            state, metrics = algo.update(state, jax.random.fold_in(agent.key, state.step))
+            if stream is not None:
+                emit(stream, agent.seed, state.step, metrics)
+            return state, metrics
+
+        state, metrics = jax.lax.scan(body, agent.state, length=num_updates)
+        return agent._replace(state=state), metrics
+
+    return run_chunk
+
+
+def over_seeds(fn: Callable[[Agent[S]], Any]) -> Callable[[Agent[S]], Any]:
+    """Maps ``fn`` over the leading seed axis.
+
+    A single seed skips ``vmap`` (a reshape drops and restores the axis): XLA's batched kernels
+    for a batch of one are measurably slower on CPU than the unbatched ones.
+    """
+    mapped = jax.vmap(fn)
+
+    def call(agents: Agent[S]) -> Any:
+        if jax.tree.leaves(agents)[0].shape[0] != 1:
+            return mapped(agents)
+        out = fn(jax.tree.map(lambda x: x.reshape(x.shape[1:]), agents))
+        return jax.tree.map(lambda x: x.reshape((1,) + x.shape), out)
+
+    return call
+
+
+def compile_chunk(
+    algo: Algo[S], agents: Agent[S], num_updates: int, stream: StreamFn | None = None
+):
+    """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
+    chunk = jax.jit(over_seeds(make_run_chunk(algo, num_updates, stream)), donate_argnums=0)
+    return chunk.lower(agents).compile()
+
+
+def plan_chunks(
+    num_updates: int, updates_per_chunk: int | None, target_chunks: int = 20
+) -> list[int]:
+    """Chunk lengths covering ``num_updates``.
+
+    Each distinct length costs a compile, so without an explicit size a divisor of
+    ``num_updates`` near ``num_updates / target_chunks`` is preferred (one length); if none is
+    within a factor of two, the run ends with one shorter chunk.
+    """
+    if updates_per_chunk is None:
+        target = max(1, math.ceil(num_updates / target_chunks))
+        divisors = [d for d in range(max(1, target // 2), 2 * target + 1) if num_updates % d == 0]
+        updates_per_chunk = min(divisors, key=lambda d: abs(d - target)) if divisors else target
+    size = min(updates_per_chunk, num_updates)
+    full, rest = divmod(num_updates, size)
+    return [size] * full + ([rest] if rest else [])
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN or infinite loss."""
+
+
+def check_finite(report: ChunkReport) -> None:
+    losses = report.metrics.get("loss/total")
+    if losses is None or np.isfinite(losses).all():
+        return
+    seed, offset = np.argwhere(~np.isfinite(losses))[0]
+    update = report.first_update + int(offset) + 1
+    raise NonFiniteLossError(
+        f"the loss of seed index {seed} became non-finite at update {update}; lower --lr or "
+        "--max-grad-norm, or turn on --normalize-obs"
+    )
+
+
+@dataclasses.dataclass
+class TrainResult(Generic[S]):
+    agents: Agent[S]
+    summary: dict[str, Any]
+    final_returns: np.ndarray
+
+
+def train(
+    algo: Algo[S],
+    spec: TrainSpec,
+    options: RunOptions,
+    sinks: Sequence[Sink] = (),
+    frame_skip: int = 1,
+    stream: StreamFn | None = None,
+) -> TrainResult[S]:
+    """Trains ``spec.num_seeds`` agents for ``spec.num_updates`` updates each.
+
+    Returns:
+        The final agents (stacked over seeds), the run summary, and per-seed final returns.
+    """
+    start = time.perf_counter()
+    seeds = [spec.seed + i for i in range(spec.num_seeds)]
+    agents = init_agents(algo, seeds)
+    lengths = plan_chunks(spec.num_updates, options.updates_per_chunk)
+    compiled = {n: compile_chunk(algo, agents, n, stream) for n in sorted(set(lengths))}
+    jax.block_until_ready(agents)
+    compile_time = time.perf_counter() - start
+
+    returns, counts = [], []
+    done = 0
+    for length in lengths:
+        agents, metrics = compiled[length](agents)
+        metrics = jax.device_get(metrics)
+        now = time.perf_counter()
+        report = ChunkReport(done, metrics, now - start, now - start - compile_time)
+        done += length
+        check_finite(report)
+        returns.append(report.metrics["episode/return"])
+        counts.append(report.metrics["episode/count"])
+        for sink in sinks:
+            sink.write(report)
+
+    wall = time.perf_counter() - start
+    final = recent_mean_return(
+        np.concatenate(returns, axis=1), np.concatenate(counts, axis=1), FINAL_WINDOW_EPISODES
+    )
+    steps_per_seed = spec.num_updates * spec.env_steps_per_update
+    summary = {
+        "final_mean_return": _finite_or_none(
+            np.nanmean(final) if np.isfinite(final).any() else np.nan
+        ),
+        "final_std_return": _finite_or_none(
+            np.nanstd(final) if np.isfinite(final).any() else np.nan
+        ),
+        "per_seed_final_return": [_finite_or_none(x) for x in final],
+        "final_return_window_episodes": FINAL_WINDOW_EPISODES,
+        "num_seeds": spec.num_seeds,
+        "num_updates": spec.num_updates,
+        "env_steps_per_seed": steps_per_seed,
+        "total_env_steps": steps_per_seed * spec.num_seeds,
+        "total_frames": steps_per_seed * spec.num_seeds * frame_skip,
+        "wall_time_s": wall,
+        "compile_time_s": compile_time,
+        "train_time_s": wall - compile_time,
+        "steps_per_second": steps_per_seed * spec.num_seeds / max(wall - compile_time, 1e-9),
+    }
+    for sink in sinks:
+        sink.close(summary)
+    return TrainResult(agents, summary, final)
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None

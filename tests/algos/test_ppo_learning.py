@@ -1,0 +1,36 @@
+"""PPO learning runs with fixed budgets (run alone with ``pytest -m learning``).
+
+Observed on the 2-core development CPU (BENCHMARKS.md): CartPole-v1 with the preset reaches
+500.0 on 8 of 8 seeds in 5e5 steps; Pendulum-v1 reaches -322 +- 96 (4 seeds, worst -450) in
+6e5 steps, against about -1200 for the first, near-random update.
+"""
+
+import dataclasses
+
+import pytest
+
+from purerl import envs
+from purerl.algos.ppo import make_ppo
+from purerl.presets import PPO_PRESETS
+from purerl.train import RunOptions, train
+
+
+def train_preset(env_id, **overrides):
+    cfg = dataclasses.replace(PPO_PRESETS[env_id], **overrides)
+    env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
+    return train(make_ppo(cfg, env), cfg, RunOptions(progress=False))
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_cartpole_reaches_475_within_500k_steps():
+    result = train_preset("CartPole-v1", num_seeds=4, total_timesteps=500_000)
+    assert result.summary["env_steps_per_seed"] <= 500_000
+    assert result.summary["final_mean_return"] >= 475, result.summary["per_seed_final_return"]
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_pendulum_improves_clearly_over_random_within_600k_steps():
+    result = train_preset("Pendulum-v1", num_seeds=2, total_timesteps=600_000)
+    assert result.summary["final_mean_return"] > -700, result.summary["per_seed_final_return"]

@@ -1,0 +1,122 @@
+import hypothesis.extra.numpy as hnp
+import jax
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from purerl.ops.returns import compute_gae, next_step_values
+
+
+def gae_reference(rewards, values, next_values, terminated, done, gamma, lam):
+    """Plain NumPy GAE, one step at a time."""
+    num_steps, num_envs = rewards.shape
+    advantages = np.zeros((num_steps, num_envs))
+    running = np.zeros(num_envs)
+    for t in reversed(range(num_steps)):
+        delta = rewards[t] + gamma * (1 - terminated[t]) * next_values[t] - values[t]
+        running = delta + gamma * lam * (1 - done[t]) * running
+        advantages[t] = running
+    return advantages, advantages + values
+
+
+def random_rollout(seed, num_steps=7, num_envs=3):
+    rng = np.random.default_rng(seed)
+    rewards = rng.normal(size=(num_steps, num_envs)).astype(np.float32)
+    values = rng.normal(size=(num_steps, num_envs)).astype(np.float32)
+    next_values = rng.normal(size=(num_steps, num_envs)).astype(np.float32)
+    terminated = rng.random((num_steps, num_envs)) < 0.2
+    truncated = (rng.random((num_steps, num_envs)) < 0.2) & ~terminated
+    return rewards, values, next_values, terminated, terminated | truncated
+
+
+def test_hand_computed_two_steps_with_termination():
+    # One env, gamma 0.5, lambda 1: step 0 continues, step 1 terminates.
+    # delta_1 = 1 + 0 - 0.5 = 0.5;  A_1 = 0.5
+    # delta_0 = 0 + 0.5 * 2 - 1 = 0; A_0 = 0 + 0.5 * 1 * 0.5 = 0.25
+    rewards = np.array([[0.0], [1.0]], np.float32)
+    values = np.array([[1.0], [0.5]], np.float32)
+    next_values = np.array([[2.0], [9.0]], np.float32)  # 9 is never used: terminal
+    terminated = np.array([[False], [True]])
+    adv, targets = compute_gae(rewards, values, next_values, terminated, terminated, 0.5, 1.0)
+    np.testing.assert_allclose(adv, [[0.25], [0.5]])
+    np.testing.assert_allclose(targets, [[1.25], [1.0]])
+
+
+def test_truncation_bootstraps_but_cuts_the_trace():
+    # Truncated at step 0: delta_0 = 1 + 0.9 * 3 - 0 = 3.7, and step 1's advantage must not leak in.
+    rewards = np.array([[1.0], [5.0]], np.float32)
+    values = np.zeros((2, 1), np.float32)
+    next_values = np.array([[3.0], [0.0]], np.float32)
+    terminated = np.zeros((2, 1), bool)
+    done = np.array([[True], [False]])
+    adv, _ = compute_gae(rewards, values, next_values, terminated, done, 0.9, 0.95)
+    np.testing.assert_allclose(adv[0, 0], 3.7, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matches_numpy_reference_with_episode_boundaries(seed):
+    rollout = random_rollout(seed)
+    with jax.numpy_rank_promotion("raise"):
+        adv, targets = compute_gae(*rollout, 0.97, 0.9)
+    ref_adv, ref_targets = gae_reference(*rollout, 0.97, 0.9)
+    np.testing.assert_allclose(adv, ref_adv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(targets, ref_targets, rtol=1e-5, atol=1e-5)
+
+
+def test_jit_equals_no_jit():
+    rollout = random_rollout(11)
+    jitted = jax.jit(compute_gae)(*rollout, 0.99, 0.95)
+    with jax.disable_jit():
+        eager = compute_gae(*rollout, 0.99, 0.95)
+    np.testing.assert_allclose(jitted[0], eager[0], rtol=1e-6, atol=1e-6)
+
+
+floats = st.floats(-5, 5, width=32)
+
+
+@given(
+    hnp.arrays(np.float32, (6, 2), elements=floats),
+    hnp.arrays(np.float32, (6, 2), elements=floats),
+    hnp.arrays(np.float32, (6, 2), elements=floats),
+    hnp.arrays(bool, (6, 2)),
+)
+def test_lambda_zero_gives_one_step_td_errors(rewards, values, next_values, terminated):
+    adv, _ = compute_gae(rewards, values, next_values, terminated, terminated, 0.9, 0.0)
+    expected = rewards + 0.9 * (1 - terminated) * next_values - values
+    np.testing.assert_allclose(adv, expected, rtol=1e-5, atol=1e-5)
+
+
+@given(
+    hnp.arrays(np.float32, (6, 2), elements=floats), hnp.arrays(np.float32, (6, 2), elements=floats)
+)
+def test_lambda_one_without_terminations_is_discounted_return_minus_value(rewards, values):
+    last_value = np.float32([0.5, -1.0])
+    next_values = np.asarray(next_step_values(values, last_value))
+    no_done = np.zeros_like(rewards, bool)
+    adv, _ = compute_gae(rewards, values, next_values, no_done, no_done, 0.9, 1.0)
+    discounts = 0.9 ** np.arange(6)
+    for t in range(6):
+        ret = np.sum(discounts[: 6 - t, None] * rewards[t:], axis=0) + 0.9 ** (6 - t) * last_value
+        np.testing.assert_allclose(adv[t], ret - values[t], rtol=1e-4, atol=1e-4)
+
+
+@given(st.integers(0, 4), hnp.arrays(np.float32, (6, 1), elements=floats))
+def test_values_after_a_termination_do_not_change_earlier_advantages(term_step, later_values):
+    rewards, values, next_values, _, _ = random_rollout(3, num_steps=6, num_envs=1)
+    terminated = np.zeros((6, 1), bool)
+    terminated[term_step] = True
+    base, _ = compute_gae(rewards, values, next_values, terminated, terminated, 0.9, 0.9)
+    values2, next2 = values.copy(), next_values.copy()
+    values2[term_step + 1 :] = later_values[term_step + 1 :]
+    next2[term_step:] = later_values[term_step:]  # next value at the terminal step is unused too
+    changed, _ = compute_gae(rewards, values2, next2, terminated, terminated, 0.9, 0.9)
+    np.testing.assert_allclose(
+        base[: term_step + 1], changed[: term_step + 1], rtol=1e-6, atol=1e-6
+    )
+
+
+def test_next_step_values_shifts_and_appends():
+    values = np.arange(6, dtype=np.float32).reshape(3, 2)
+    out = next_step_values(values, np.float32([10, 11]))
+    np.testing.assert_array_equal(out, [[2, 3], [4, 5], [10, 11]])

@@ -1,11 +1,12 @@
 """Throughput benchmark: compile time and steady-state steps/s, printed as a table.
 
     python experiments/bench.py --env CartPole-v1 --num-envs 4 --seeds 1 8 --peer
+    python experiments/bench.py --algo dqn --env CartPole-v1 --seeds 1 8 --peer
 
 Each configuration trains its whole budget as one compiled program (every seed vmapped).
 Following ../shared/MEASURING.md: compile is timed on its own (AOT), then the first call
 (warm-up) and ``--repeats`` further calls run on fresh seeds; the table quotes their median.
-With ``--peer`` the public rejax PPO runs the same hyperparameters in the same process,
+With ``--peer`` the public rejax PPO or DQN runs the same hyperparameters in the same process,
 alternating call by call with purerl, and the table adds the median of the per-pair ratios.
 Steps count environment steps of all seeds together.
 """
@@ -24,8 +25,9 @@ import jax
 import tyro
 
 from purerl import envs
-from purerl.algos.ppo import PPOConfig, make_ppo
-from purerl.presets import PPO_PRESETS
+from purerl.algos.dqn import make_dqn
+from purerl.algos.ppo import make_ppo
+from purerl.presets import PRESETS
 from purerl.runtime import configure_jax
 from purerl.train import compile_chunk, init_agents
 
@@ -35,12 +37,14 @@ import peers  # noqa: E402
 
 @dataclasses.dataclass(frozen=True)
 class BenchArgs:
+    algo: str = "ppo"
+    """Algorithm: ppo or dqn."""
     env: str = "CartPole-v1"
-    """Environment id."""
-    num_envs: int = 4
-    """Parallel environments per agent."""
-    rollout_len: int = 128
-    """Steps per environment per update."""
+    """Environment id; the algorithm's preset for it (or the generic defaults) is the base."""
+    num_envs: int | None = None
+    """Parallel environments per agent (default: the preset's)."""
+    rollout_len: int | None = None
+    """Steps per environment per update (default: the preset's)."""
     seeds: tuple[int, ...] = (1, 8)
     """Numbers of vmapped seeds to measure, one row each."""
     total_timesteps: int = 500_000
@@ -51,13 +55,16 @@ class BenchArgs:
     """Also run rejax's PPO (pip install rejax) alternately in the same process."""
 
 
+BUILDERS = {"ppo": make_ppo, "dqn": make_dqn}
+PEERS = {"ppo": peers.make_rejax_ppo, "dqn": peers.make_rejax_dqn}
+
 Runner = Callable[[int], float]
 """``run(call_index) -> seconds`` for one full call on fresh seeds."""
 
 
-def purerl_runner(cfg: PPOConfig, num_seeds: int) -> tuple[Runner, float]:
+def purerl_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
     env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
-    algo = make_ppo(cfg, env)
+    algo = BUILDERS[algo_name](cfg, env)
     agents = init_agents(algo, range(num_seeds))
     start = time.perf_counter()
     compiled = compile_chunk(algo, agents, cfg.num_updates)
@@ -74,9 +81,9 @@ def purerl_runner(cfg: PPOConfig, num_seeds: int) -> tuple[Runner, float]:
     return run, compile_s
 
 
-def rejax_runner(cfg: PPOConfig, num_seeds: int) -> tuple[Runner, float]:
+def rejax_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
     # Like purerl, a single seed runs without vmap (a batch of one is slower on CPU).
-    train = peers.make_rejax_ppo(cfg)
+    train = PEERS[algo_name](cfg)
     if num_seeds > 1:
         train = jax.vmap(train)
     keys = jax.random.split(jax.random.key(0), num_seeds)
@@ -111,22 +118,41 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main(args: BenchArgs) -> None:
-    base = PPO_PRESETS.get(args.env, PPOConfig(env=args.env))
-    cfg = dataclasses.replace(
-        base,
-        env=args.env,
-        num_envs=args.num_envs,
-        rollout_len=args.rollout_len,
-        total_timesteps=args.total_timesteps,
-        num_seeds=1,
+def bench_config(args: BenchArgs):
+    """The preset for ``args.env`` with the benchmark's overrides."""
+    if args.algo not in BUILDERS:
+        raise SystemExit(f"error: --algo must be one of {sorted(BUILDERS)}, got {args.algo!r}")
+    presets = PRESETS[args.algo]
+    base = presets.get(args.env) or type(next(iter(presets.values())))(env=args.env)
+    overrides = {"env": args.env, "total_timesteps": args.total_timesteps, "num_seeds": 1}
+    if args.num_envs is not None:
+        overrides["num_envs"] = args.num_envs
+    if args.rollout_len is not None:
+        overrides["rollout_len"] = args.rollout_len
+    if args.algo == "dqn" and args.peer:
+        overrides["hidden_sizes"] = peers.REJAX_DQN_HIDDEN
+    return dataclasses.replace(base, **overrides)
+
+
+def describe(algo_name: str, cfg) -> str:
+    if algo_name == "ppo":
+        return (
+            f"PPO {cfg.env}: {cfg.num_envs} envs x {cfg.rollout_len} steps, "
+            f"{cfg.num_epochs} epochs x {cfg.num_minibatches} minibatches"
+        )
+    return (
+        f"DQN {cfg.env}: {cfg.num_envs} envs, one gradient step (batch {cfg.batch_size}) per "
+        f"{cfg.env_steps_per_iteration} env steps, buffer {cfg.buffer_size}, "
+        f"hidden {cfg.hidden_sizes}"
     )
+
+
+def main(args: BenchArgs) -> None:
+    cfg = bench_config(args)
     if args.peer and not peers.rejax_available():
         raise SystemExit("error: --peer needs rejax (pip install rejax)")
     print(
-        f"# PPO {cfg.env}: {cfg.num_envs} envs x {cfg.rollout_len} steps, "
-        f"{cfg.num_epochs} epochs x {cfg.num_minibatches} minibatches, "
-        f"{cfg.num_updates} updates per call\n"
+        f"# {describe(args.algo, cfg)}, {cfg.num_updates} updates per call\n"
         f"# {platform.processor() or platform.machine()}, {jax.device_count()} "
         f"{jax.default_backend()} device(s), jax {jax.__version__}; "
         f"median of {args.repeats} calls after a warm-up\n"
@@ -136,13 +162,13 @@ def main(args: BenchArgs) -> None:
     )
     print(header)
     print("|---|---:|---:|---:|---:|---:|---:|")
-    steps = cfg.num_updates * cfg.batch_size
+    steps = cfg.num_updates * cfg.env_steps_per_update
     single_sps = None
     for num_seeds in args.seeds:
         runners, compiles = {}, {}
-        runners["purerl"], compiles["purerl"] = purerl_runner(cfg, num_seeds)
+        runners["purerl"], compiles["purerl"] = purerl_runner(args.algo, cfg, num_seeds)
         if args.peer:
-            runners["rejax"], compiles["rejax"] = rejax_runner(cfg, num_seeds)
+            runners["rejax"], compiles["rejax"] = rejax_runner(args.algo, cfg, num_seeds)
         times = measure(runners, args.repeats)
         ours = steps * num_seeds / statistics.median(times["purerl"])
         single_sps = single_sps or (ours if num_seeds == 1 else None)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from purerl.algos.dqn import DQNConfig
 from purerl.algos.ppo import PPOConfig
 
 
@@ -23,12 +24,11 @@ def rejax_available() -> bool:
     return True
 
 
-def make_rejax_ppo(cfg: PPOConfig) -> Callable[[jax.Array], object]:
-    """rejax PPO with the same hyperparameters; returns ``train(key)``, not yet jitted."""
+def legacy_gymnax(env_id: str):
+    """A gymnax environment whose ``step`` has the pre-1.0 signature rejax 0.1.3 expects."""
     import gymnax
-    import rejax
 
-    base_env, params = gymnax.make(cfg.env)
+    base_env, params = gymnax.make(env_id)
 
     class LegacyStep(type(base_env)):
         def step(self, key, state, action, params=None):
@@ -37,7 +37,18 @@ def make_rejax_ppo(cfg: PPOConfig) -> Callable[[jax.Array], object]:
             )
             return obs, state, reward, jnp.logical_or(terminated, truncated), info
 
-    env = LegacyStep()
+    return LegacyStep(), params
+
+
+def without_evaluation(algo):
+    return algo.replace(eval_callback=lambda algo, ts, key: jnp.zeros(()))
+
+
+def make_rejax_ppo(cfg: PPOConfig) -> Callable[[jax.Array], object]:
+    """rejax PPO with the same hyperparameters; returns ``train(key)``, not yet jitted."""
+    import rejax
+
+    env, params = legacy_gymnax(cfg.env)
     algo = rejax.PPO.create(
         env=env,
         env_params=params,
@@ -57,5 +68,46 @@ def make_rejax_ppo(cfg: PPOConfig) -> Callable[[jax.Array], object]:
         skip_initial_evaluation=True,
         agent_kwargs={"activation": cfg.activation, "hidden_layer_sizes": cfg.hidden_sizes},
     )
-    algo = algo.replace(eval_callback=lambda algo, ts, key: jnp.zeros(()))
-    return algo.train
+    return without_evaluation(algo).train
+
+
+REJAX_DQN_HIDDEN = (64, 64)
+"""rejax 0.1.3's DQN fixes its hidden layers; the benchmark gives purerl the same ones."""
+
+
+def make_rejax_dqn(cfg: DQNConfig) -> Callable[[jax.Array], object]:
+    """rejax DQN with the same hyperparameters; returns ``train(key)``, not yet jitted.
+
+    rejax steps every environment once per iteration and takes one gradient step, so
+    ``cfg.train_frequency`` must be 1. Its ``max_grad_norm`` clips element-wise (optax.clip),
+    ours by global norm; neither binds at the benchmark's settings. ``polyak=0`` is its hard
+    target copy.
+    """
+    import rejax
+
+    if cfg.train_frequency != 1 or cfg.hidden_sizes != REJAX_DQN_HIDDEN:
+        raise ValueError("the rejax DQN peer needs train_frequency 1 and hidden sizes 64, 64")
+    env, params = legacy_gymnax(cfg.env)
+    steps = cfg.num_updates * cfg.env_steps_per_update
+    algo = rejax.DQN.create(
+        env=env,
+        env_params=params,
+        num_envs=cfg.num_envs,
+        buffer_size=cfg.buffer_size,
+        fill_buffer=cfg.learning_starts,
+        batch_size=cfg.batch_size,
+        learning_rate=cfg.lr,
+        max_grad_norm=cfg.max_grad_norm,
+        total_timesteps=steps,
+        eval_freq=steps,
+        gamma=cfg.gamma,
+        eps_start=cfg.eps_start,
+        eps_end=cfg.eps_end,
+        exploration_fraction=cfg.exploration_fraction,
+        target_update_freq=cfg.target_update_period,
+        polyak=1.0 - cfg.tau,
+        ddqn=cfg.double_q,
+        skip_initial_evaluation=True,
+        agent_kwargs={"activation": cfg.activation},
+    )
+    return without_evaluation(algo).train

@@ -48,3 +48,15 @@ def require_unit_interval(cfg: object, *names: str) -> None:
         if not 0.0 <= value <= 1.0:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} must lie in [0, 1], got {value}")
+
+
+def require_network(cfg: object) -> None:
+    """Checks the ``hidden_sizes`` and ``activation`` fields of a config with an MLP."""
+    from purerl.nets import ACTIVATIONS
+
+    if cfg.activation not in ACTIVATIONS:
+        raise ConfigError(
+            f"--activation must be one of {sorted(ACTIVATIONS)}, got {cfg.activation!r}"
+        )
+    if not cfg.hidden_sizes or min(cfg.hidden_sizes) < 1:
+        raise ConfigError(f"--hidden-sizes must be positive widths, got {cfg.hidden_sizes}")

@@ -109,3 +109,23 @@ def make_actor_critic(
         actor_torso=MLP(tuple(hidden_sizes), activation),
         critic_torso=MLP(tuple(hidden_sizes), activation),
     )
+
+
+class QNetwork(nn.Module):
+    """Action values ``[N, num_actions]`` from a torso's features."""
+
+    num_actions: int
+    torso: nn.Module
+
+    @nn.compact
+    def __call__(self, obs: Array) -> Array:
+        return nn.Dense(self.num_actions)(self.torso(obs))
+
+
+def make_q_network(
+    action_space: ActionSpace, hidden_sizes: Sequence[int], activation: str
+) -> QNetwork:
+    """An MLP Q-network; value-based methods need a discrete action space."""
+    if not isinstance(action_space, Discrete):
+        raise TypeError(f"a Q-network needs discrete actions, got {action_space}")
+    return QNetwork(action_space.num_actions, MLP(tuple(hidden_sizes), activation))

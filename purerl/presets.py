@@ -6,6 +6,7 @@ preset learns on a 2-core CPU in about a minute or less (see BENCHMARKS.md for t
 
 from __future__ import annotations
 
+from purerl.algos.dqn import DQNConfig
 from purerl.algos.ppo import PPOConfig
 
 PPO_PRESETS: dict[str, PPOConfig] = {
@@ -36,4 +37,11 @@ PPO_PRESETS: dict[str, PPOConfig] = {
     ),
 }
 
-PRESETS = {"ppo": PPO_PRESETS}
+DQN_PRESETS: dict[str, DQNConfig] = {
+    # 10 envs, one gradient step of 128 per vector step, 10k buffer and target period 500 as in
+    # PureJaxRL's CartPole DQN; DQNConfig's defaults are this preset.
+    "CartPole-v1": DQNConfig(env="CartPole-v1"),
+    "Acrobot-v1": DQNConfig(env="Acrobot-v1", total_timesteps=500_000, loss="huber"),
+}
+
+PRESETS = {"ppo": PPO_PRESETS, "dqn": DQN_PRESETS}

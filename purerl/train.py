@@ -145,10 +145,19 @@ class NonFiniteLossError(RuntimeError):
 
 
 def check_finite(report: ChunkReport) -> None:
+    """Raises ``NonFiniteLossError`` if a loss of the chunk is NaN or infinite.
+
+    Updates that report ``optim/gradient_steps`` of 0 took no gradient step (DQN before
+    ``learning_starts``); their loss is undefined, not diverged, and is not checked.
+    """
     losses = report.metrics.get("loss/total")
-    if losses is None or np.isfinite(losses).all():
+    if losses is None:
         return
-    seed, offset = np.argwhere(~np.isfinite(losses))[0]
+    stepped = report.metrics.get("optim/gradient_steps", np.ones_like(losses)) > 0
+    bad = ~np.isfinite(losses) & stepped
+    if not bad.any():
+        return
+    seed, offset = np.argwhere(bad)[0]
     update = report.first_update + int(offset) + 1
     raise NonFiniteLossError(
         f"the loss of seed index {seed} became non-finite at update {update}; lower --lr or "

@@ -116,3 +116,62 @@ def test_help_lists_flags():
         "--ent-coef",
     ]:
         assert flag in proc.stdout
+
+
+DQN_TINY = [
+    "--num-envs",
+    "4",
+    "--rollout-len",
+    "8",
+    "--buffer-size",
+    "64",
+    "--batch-size",
+    "16",
+    "--learning-starts",
+    "32",
+    "--hidden-sizes",
+    "8",
+    "--total-timesteps",
+    "96",
+]
+
+
+@pytest.mark.slow
+def test_tiny_dqn_run_writes_config_metrics_and_summary(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_script("dqn.py", *DQN_TINY, "--num-seeds", "2", "--run-dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["algo"] == "dqn" and config["config"]["buffer_size"] == 64
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    # The first update only fills the buffer: no loss yet, and no error about it either.
+    assert rows[0]["loss/total"] is None and rows[0]["optim/gradient_steps"] == 0
+    assert rows[-1]["loss/total"] is not None and rows[-1]["optim/gradient_steps"] == 8
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["total_env_steps"] == 192 and len(summary["per_seed_final_return"]) == 2
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch-size", "128"], "--batch-size 128 exceeds --buffer-size 64"),
+        (["--learning-starts", "96"], "--learning-starts 96 is not below the run's 96 steps"),
+        (["--env", "Pendulum-v1"], "DQN needs discrete actions"),
+    ],
+)
+def test_bad_dqn_arguments_exit_2_with_one_line(tmp_path, args, message):
+    run_dir = tmp_path / "run"
+    proc = run_script("dqn.py", *DQN_TINY, *args, "--run-dir", str(run_dir))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert message in lines[0]
+    assert not run_dir.exists()
+
+
+def test_dqn_help_lists_its_flags():
+    proc = run_script("dqn.py", "--help")
+    assert proc.returncode == 0
+    for flag in ["--buffer-size", "--learning-starts", "--double-q", "--tau", "--eps-end"]:
+        assert flag in proc.stdout

@@ -15,10 +15,16 @@ import jax
 import jax.numpy as jnp
 
 from purerl.algos import Algo
-from purerl.config import CommonConfig, ConfigError, require_positive, require_unit_interval
+from purerl.config import (
+    CommonConfig,
+    ConfigError,
+    require_network,
+    require_positive,
+    require_unit_interval,
+)
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
-from purerl.nets import ACTIVATIONS, ActorCritic, make_actor_critic
+from purerl.nets import ActorCritic, make_actor_critic
 from purerl.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
 from purerl.ops.optim import current_lr, make_optimizer
 from purerl.ops.returns import compute_gae
@@ -94,12 +100,7 @@ class PPOConfig(CommonConfig):
                 f"--total-timesteps {self.total_timesteps} is less than one update of "
                 f"{self.batch_size} steps; raise it or lower num_envs x rollout_len"
             )
-        if self.activation not in ACTIVATIONS:
-            raise ConfigError(
-                f"--activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
-            )
-        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
-            raise ConfigError(f"--hidden-sizes must be positive widths, got {self.hidden_sizes}")
+        require_network(self)
 
 
 class PPOHparams(NamedTuple):

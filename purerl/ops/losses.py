@@ -63,3 +63,24 @@ def value_loss(
         clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
         error = jnp.maximum(error, (clipped - targets) ** 2)
     return 0.5 * masked_mean(error, mask)
+
+
+TD_LOSSES = ("huber", "mse")
+
+
+def td_loss(q_taken: Array, targets: Array, mask: Array, kind: str = "huber") -> Array:
+    """Mean regression loss of Q-values towards their targets over the valid entries.
+
+    ``huber`` is the Huber loss with threshold 1, which equals clipping the TD error's gradient
+    to [-1, 1] as in Mnih et al. (2015); ``mse`` is half the squared error.
+    """
+    chex.assert_equal_shape([q_taken, targets, mask])
+    error = q_taken - targets
+    if kind == "huber":
+        abs_error = jnp.abs(error)
+        per_entry = jnp.where(abs_error <= 1.0, 0.5 * error**2, abs_error - 0.5)
+    elif kind == "mse":
+        per_entry = 0.5 * error**2
+    else:
+        raise ValueError(f"td loss must be one of {TD_LOSSES}, got {kind!r}")
+    return masked_mean(per_entry, mask)

@@ -12,16 +12,33 @@ import optax
 from purerl.types import Array
 
 
+def linear_schedule(
+    start: float | Array, end: float | Array, duration: int | Array
+) -> optax.Schedule:
+    """Moves linearly from ``start`` at count 0 to ``end`` at ``duration``, then stays at ``end``.
+
+    ``duration`` may be a traced array (a swept exploration fraction); a non-positive duration
+    gives ``end`` from the start.
+    """
+
+    def schedule(count: Array) -> Array:
+        fraction = jnp.clip(count / jnp.maximum(duration, 1), 0.0, 1.0)
+        fraction = jnp.where(jnp.asarray(duration) > 0, fraction, 1.0)
+        return start + fraction * (end - start)
+
+    return schedule
+
+
 def linear_decay(lr: float | Array, num_updates: int, steps_per_update: int) -> optax.Schedule:
     """Learning rate falling linearly from ``lr`` to 0 over ``num_updates`` updates.
 
     The rate is held constant within an update (``steps_per_update`` optimizer steps), so every
     minibatch of one update uses the same rate.
     """
+    per_update = linear_schedule(lr, 0.0, num_updates)
 
     def schedule(count: Array) -> Array:
-        update = count // steps_per_update
-        return lr * jnp.maximum(1.0 - update / num_updates, 0.0)
+        return per_update(count // steps_per_update)
 
     return schedule
 

@@ -59,3 +59,40 @@ def next_step_values(values: Array, last_value: Array) -> Array:
     """Shifts ``[T, B]`` values one step forward, appending ``last_value`` (``[B]``)."""
     chex.assert_rank([values, last_value], [2, 1])
     return jnp.concatenate([values[1:], last_value[None]], axis=0)
+
+
+def q_learning_targets(
+    rewards: Array,
+    terminated: Array,
+    next_q_target: Array,
+    gamma: float | Array,
+    next_q_online: Array | None = None,
+) -> Array:
+    """One-step Q-learning targets ``r + gamma * (1 - terminated) * Q'(s', a*)``.
+
+    Plain DQN (Mnih et al. 2015, eq. 2) takes ``a* = argmax_a Q'(s', a)`` of the target network;
+    Double DQN (van Hasselt et al. 2016, eq. 4) picks ``a*`` with the online network
+    (``next_q_online``) and evaluates it with the target network. A truncated step is not
+    terminated, so it bootstraps from ``s'``, its final observation.
+
+    Args:
+        rewards: ``[N]`` float.
+        terminated: ``[N]`` bool, ``s'`` is terminal.
+        next_q_target: ``[N, A]`` target-network values of ``s'``.
+        gamma: discount.
+        next_q_online: ``[N, A]`` online-network values of ``s'`` for Double DQN, else None.
+
+    Returns:
+        ``[N]`` float32 targets (no gradient flows through them).
+    """
+    chex.assert_rank([rewards, terminated, next_q_target], [1, 1, 2])
+    chex.assert_equal_shape_prefix([rewards, terminated, next_q_target], 1)
+    if next_q_online is None:
+        next_value = next_q_target.max(axis=-1)
+    else:
+        chex.assert_equal_shape([next_q_online, next_q_target])
+        best = jnp.argmax(next_q_online, axis=-1)
+        next_value = jnp.take_along_axis(next_q_target, best[:, None], axis=-1)[:, 0]
+    not_terminal = 1.0 - terminated.astype(jnp.float32)
+    targets = rewards.astype(jnp.float32) + gamma * not_terminal * next_value
+    return jax.lax.stop_gradient(targets)

@@ -6,12 +6,10 @@ parameters (or, for fields that only shape the run, different shapes or counts).
 
 import dataclasses
 
-import jax
-import numpy as np
 import pytest
 
-from purerl import envs
 from purerl.algos.ppo import PPOConfig, PPOHparams, make_ppo
+from tests.algos import flags
 
 BASE = PPOConfig(
     num_envs=4,
@@ -25,30 +23,7 @@ BASE = PPOConfig(
 
 
 def two_updates(cfg: PPOConfig, algo=None, update=None):
-    """Two updates (the second sees the learning-rate schedule move) from ``cfg.seed``.
-
-    Traced hyperparameters reach the update through ``state.hparams``; passing the baseline's
-    compiled ``update`` for them saves a compile per case.
-    """
-    if algo is None:
-        env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
-        algo = make_ppo(cfg, env)
-        update = jax.jit(algo.update)
-    state = algo.init(jax.random.key(cfg.seed))._replace(hparams=PPOHparams.from_config(cfg))
-    for i in range(2):
-        state, _ = update(state, jax.random.key(100 + i))
-    return state, algo, update
-
-
-def params_differ(a, b, tolerance: float = 1e-6) -> bool:
-    """Shapes differ, or some parameter moved by more than float rounding could explain."""
-    leaves_a, leaves_b = jax.tree.leaves(a.params), jax.tree.leaves(b.params)
-    if [x.shape for x in leaves_a] != [x.shape for x in leaves_b]:
-        return True
-    return any(
-        np.abs(np.asarray(x) - np.asarray(y)).max() > tolerance
-        for x, y in zip(leaves_a, leaves_b, strict=True)
-    )
+    return flags.two_updates(make_ppo, PPOHparams, cfg, algo, update)
 
 
 @pytest.fixture(scope="module")
@@ -94,12 +69,6 @@ def test_every_field_has_a_case():
 
 @pytest.mark.parametrize("field", sorted(CHANGES))
 def test_field_changes_the_update(field, baseline):
-    base_state, algo, update = baseline
-    if field in CONTEXT:
-        base_state, _, _ = two_updates(dataclasses.replace(BASE, **CONTEXT[field]))
-    cfg = dataclasses.replace(BASE, **CONTEXT.get(field, {}), **{field: CHANGES[field]})
-    if field in PPOHparams._fields:
-        changed, _, _ = two_updates(cfg, algo, update)
-    else:
-        changed, _, _ = two_updates(cfg)
-    assert params_differ(base_state, changed), f"--{field.replace('_', '-')} had no effect"
+    flags.assert_field_changes_the_update(
+        make_ppo, PPOHparams, BASE, field, CHANGES[field], baseline, CONTEXT
+    )

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
+from purerl.ops.losses import (
+    masked_mean,
+    normalize_advantages,
+    ppo_policy_loss,
+    td_loss,
+    value_loss,
+)
 
 
 def random_batch(seed, n=32):
@@ -94,3 +100,37 @@ def test_normalized_advantages_have_zero_mean_unit_std_over_the_mask(adv, mask):
     out = np.asarray(normalize_advantages(jnp.asarray(adv), jnp.asarray(mask)))
     np.testing.assert_allclose(out[mask].mean(), 0.0, atol=1e-4)
     np.testing.assert_allclose(out[mask].std(), 1.0, rtol=1e-3)
+
+
+def td_reference(q, targets, mask, kind):
+    error = q.astype(np.float64) - targets
+    if kind == "huber":
+        per = np.where(np.abs(error) <= 1, 0.5 * error**2, np.abs(error) - 0.5)
+    else:
+        per = 0.5 * error**2
+    return (per * mask).sum() / mask.sum()
+
+
+@pytest.mark.parametrize("kind", ["huber", "mse"])
+@pytest.mark.parametrize("seed", range(3))
+def test_td_loss_matches_numpy(kind, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(scale=2.0, size=32).astype(np.float32)  # errors on both sides of 1
+    targets = rng.normal(scale=2.0, size=32).astype(np.float32)
+    mask = rng.random(32) < 0.8
+    with jax.numpy_rank_promotion("raise"):
+        got = td_loss(q, targets, mask, kind)
+    np.testing.assert_allclose(got, td_reference(q, targets, mask, kind), rtol=1e-5)
+
+
+def test_huber_by_hand_and_its_gradient_is_clipped():
+    # errors 0.5 and 3: 0.5 * 0.25 = 0.125 and 3 - 0.5 = 2.5; mean 1.3125
+    q, targets, mask = jnp.array([0.5, 3.0]), jnp.zeros(2), jnp.ones(2, bool)
+    assert td_loss(q, targets, mask, "huber") == pytest.approx(1.3125)
+    grad = jax.grad(lambda q: td_loss(q, targets, mask, "huber"))(q)
+    np.testing.assert_allclose(grad, [0.25, 0.5])  # d/dq of the mean: error / 2, then 1 / 2
+
+
+def test_td_loss_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="td loss must be one of"):
+        td_loss(jnp.zeros(2), jnp.zeros(2), jnp.ones(2, bool), "l1")

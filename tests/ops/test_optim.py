@@ -2,10 +2,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.optim import current_lr, linear_decay, make_optimizer
+from purerl.ops.optim import current_lr, linear_decay, linear_schedule, make_optimizer
 
 
 def test_linear_decay_matches_numpy():
@@ -47,3 +48,14 @@ def test_traced_hyperparameters_keep_the_optimizer_state_structure():
         return make_optimizer(lr, norm, anneal_over=(10, 2)).init(params)
 
     assert jax.tree.structure(traced(jnp.float32(0.2), jnp.float32(1.0))) == static
+
+
+@pytest.mark.parametrize("start, end, duration", [(1.0, 0.05, 10), (0.0, 2.0, 3), (0.5, 0.1, 0)])
+def test_linear_schedule_matches_numpy(start, end, duration):
+    counts = np.arange(0, 15)
+    fraction = np.clip(counts / duration, 0, 1) if duration > 0 else np.ones(len(counts))
+    expected = start + fraction * (end - start)
+    schedule = linear_schedule(start, end, duration)
+    np.testing.assert_allclose([schedule(c) for c in counts], expected, rtol=1e-6, atol=1e-7)
+    traced = jax.jit(lambda c, d: linear_schedule(start, end, d)(c))
+    np.testing.assert_allclose(traced(counts, duration), expected, rtol=1e-6, atol=1e-7)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.returns import compute_gae, next_step_values
+from purerl.ops.returns import compute_gae, next_step_values, q_learning_targets
 
 
 def gae_reference(rewards, values, next_values, terminated, done, gamma, lam):
@@ -120,3 +120,52 @@ def test_next_step_values_shifts_and_appends():
     values = np.arange(6, dtype=np.float32).reshape(3, 2)
     out = next_step_values(values, np.float32([10, 11]))
     np.testing.assert_array_equal(out, [[2, 3], [4, 5], [10, 11]])
+
+
+def q_targets_reference(rewards, terminated, next_q_target, gamma, next_q_online=None):
+    """Plain NumPy one-step targets, one transition at a time."""
+    out = np.zeros(len(rewards))
+    for i in range(len(rewards)):
+        if next_q_online is None:
+            best = next_q_target[i].max()
+        else:
+            best = next_q_target[i, np.argmax(next_q_online[i])]
+        out[i] = rewards[i] + (0.0 if terminated[i] else gamma * best)
+    return out
+
+
+def test_q_targets_by_hand():
+    # Transition 0 continues: 1 + 0.5 * max(2, 3) = 2.5. Transition 1 terminates: just -1.
+    # Double DQN: the online net prefers action 0 for transition 0, so 1 + 0.5 * 2 = 2.
+    rewards = np.array([1.0, -1.0], np.float32)
+    terminated = np.array([False, True])
+    next_q_target = np.array([[2.0, 3.0], [7.0, 9.0]], np.float32)
+    next_q_online = np.array([[5.0, 0.0], [0.0, 5.0]], np.float32)
+    np.testing.assert_allclose(
+        q_learning_targets(rewards, terminated, next_q_target, 0.5), [2.5, -1]
+    )
+    double = q_learning_targets(rewards, terminated, next_q_target, 0.5, next_q_online)
+    np.testing.assert_allclose(double, [2.0, -1.0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("double", [False, True])
+def test_q_targets_match_numpy_reference(seed, double):
+    rng = np.random.default_rng(seed)
+    n, num_actions = 16, 3
+    rewards = rng.normal(size=n).astype(np.float32)
+    # A truncated transition is simply not terminated: it must bootstrap like any other.
+    terminated = rng.random(n) < 0.3
+    next_q_target = rng.normal(size=(n, num_actions)).astype(np.float32)
+    next_q_online = rng.normal(size=(n, num_actions)).astype(np.float32) if double else None
+    with jax.numpy_rank_promotion("raise"):
+        got = q_learning_targets(rewards, terminated, next_q_target, 0.9, next_q_online)
+        jitted = jax.jit(q_learning_targets)(rewards, terminated, next_q_target, 0.9, next_q_online)
+    expected = q_targets_reference(rewards, terminated, next_q_target, 0.9, next_q_online)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jitted, got, rtol=1e-6, atol=1e-6)
+
+
+def test_q_targets_pass_no_gradient():
+    grad = jax.grad(lambda q: q_learning_targets(np.ones(2), np.zeros(2, bool), q, 0.9).sum())
+    np.testing.assert_array_equal(grad(np.ones((2, 3), np.float32)), 0.0)

@@ -1,0 +1,243 @@
+"""DQN: determinism, seed/chunk invariance, learning-start and target-update timing, probes."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from purerl import envs
+from purerl.algos.dqn import DQNConfig, make_dqn
+from purerl.nets import make_q_network
+from purerl.train import RunOptions, init_agents, make_run_chunk, over_seeds, train
+from tests.algos.test_ppo import as_numpy, leaves_equal
+
+TINY = DQNConfig(
+    env="CartPole-v1",
+    num_envs=4,
+    rollout_len=8,
+    buffer_size=64,
+    batch_size=16,
+    learning_starts=32,
+    target_update_period=64,
+    hidden_sizes=(16,),
+    total_timesteps=4 * 8 * 6,
+)
+
+
+def run(cfg: DQNConfig, updates_per_chunk=None):
+    env = envs.make(cfg.env, cfg.num_envs)
+    return train(
+        make_dqn(cfg, env), cfg, RunOptions(updates_per_chunk=updates_per_chunk, progress=False)
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    return run(TINY)
+
+
+@pytest.fixture(scope="module")
+def tiny_algo():
+    algo = make_dqn(TINY, envs.make(TINY.env, TINY.num_envs))
+    return algo, jax.jit(algo.update)
+
+
+def test_same_seed_gives_bitwise_identical_params_and_metrics(tiny_run):
+    again = run(TINY)
+    assert leaves_equal(tiny_run.agents, again.agents)
+    assert tiny_run.summary["per_seed_final_return"] == again.summary["per_seed_final_return"]
+
+
+def test_different_seeds_give_different_params(tiny_run):
+    other = run(dataclasses.replace(TINY, seed=1))
+    assert not leaves_equal(tiny_run.agents.state.params, other.agents.state.params)
+
+
+def test_one_chunk_equals_several_chunks(tiny_run):
+    pieces = run(TINY, updates_per_chunk=2)
+    uneven = run(TINY, updates_per_chunk=4)  # 4 + 2
+    assert leaves_equal(tiny_run.agents, pieces.agents)
+    assert leaves_equal(tiny_run.agents, uneven.agents)
+
+
+def test_vmapped_seed_i_equals_a_single_run_with_seed_i():
+    many = run(dataclasses.replace(TINY, num_seeds=3, seed=5))
+    for i in range(3):
+        single = run(dataclasses.replace(TINY, seed=5 + i))
+        params_i = jax.tree.map(lambda x, i=i: x[i : i + 1], many.agents.state.params)
+        for a, b in zip(
+            jax.tree.leaves(params_i), jax.tree.leaves(single.agents.state.params), strict=True
+        ):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        assert many.final_returns[i] == pytest.approx(
+            single.final_returns[0], rel=1e-5, nan_ok=True
+        )
+
+
+def test_no_gradient_step_before_learning_starts(tiny_algo):
+    # 32 env steps per update and learning_starts 32: update 1 only collects; update 2 learns
+    # from its first iteration on (steps after it: 36 > 32).
+    algo, update = tiny_algo
+    state = algo.init(jax.random.key(0))
+    first, metrics = update(state, jax.random.key(1))
+    assert leaves_equal(first.params, state.params)
+    assert leaves_equal(first.opt_state, state.opt_state)
+    assert int(metrics["optim/gradient_steps"]) == 0 and np.isnan(metrics["loss/total"])
+    assert int(first.buffer.size) == 8
+    second, metrics = update(first, jax.random.key(2))
+    assert not leaves_equal(second.params, first.params)
+    assert int(metrics["optim/gradient_steps"]) == 8 and np.isfinite(metrics["loss/total"])
+
+
+def test_target_network_is_copied_every_period_and_frozen_in_between(tiny_algo):
+    # target_update_period 64: the copy happens at the last iteration of update 2 (64 steps),
+    # after that update's last gradient step; update 3 moves the online net but not the target.
+    algo, update = tiny_algo
+    state = algo.init(jax.random.key(0))
+    state, _ = update(state, jax.random.key(1))
+    state, _ = update(state, jax.random.key(2))
+    assert leaves_equal(state.target_params, state.params)
+    copied = state.target_params
+    state, _ = update(state, jax.random.key(3))
+    assert leaves_equal(state.target_params, copied)
+    assert not leaves_equal(state.params, copied)
+
+
+def test_polyak_target_update_moves_part_way(tiny_algo):
+    # Period 4 = every iteration; tau 0.25: target' = 0.25 * online' + 0.75 * target.
+    cfg = dataclasses.replace(TINY, tau=0.25, target_update_period=4, rollout_len=1)
+    cfg = dataclasses.replace(cfg, learning_starts=0, total_timesteps=4 * 1 * 6)
+    algo = make_dqn(cfg, envs.make(cfg.env, cfg.num_envs))
+    state = algo.init(jax.random.key(0))
+    state, _ = jax.jit(algo.update)(state, jax.random.key(1))  # target: 0.25 new + 0.75 init
+    before = state.target_params
+    state, _ = jax.jit(algo.update)(state, jax.random.key(2))
+    expected = jax.tree.map(lambda p, t: 0.25 * p + 0.75 * t, state.params, before)
+    for a, b in zip(jax.tree.leaves(state.target_params), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_epsilon_follows_the_linear_schedule(tiny_run):
+    # Decay over 0.5 * 192 = 96 steps from 1 to 0.05, read at the start of each update's last
+    # iteration: steps 28, 60, 92, 124, ...
+    cfg = TINY
+    algo = make_dqn(cfg, envs.make(cfg.env, cfg.num_envs))
+    _, metrics = jax.jit(over_seeds(make_run_chunk(algo, 6)))(init_agents(algo, [0]))
+    steps = np.arange(1, 7) * 32 - 4
+    expected = 1.0 + np.clip(steps / 96, 0, 1) * (0.05 - 1.0)
+    np.testing.assert_allclose(metrics["optim/epsilon"][0], expected, rtol=1e-6)
+
+
+def test_update_traces_once_across_repeated_chunk_calls():
+    algo = make_dqn(TINY, envs.make(TINY.env, TINY.num_envs))
+    traces = 0
+
+    def counting_update(state, key):
+        nonlocal traces
+        traces += 1
+        return algo.update(state, key)
+
+    chunk = jax.jit(over_seeds(make_run_chunk(algo._replace(update=counting_update), 2)))
+    agents = init_agents(algo, [0])
+    for _ in range(3):
+        agents, _ = chunk(agents)
+    assert traces == 1
+
+
+def test_runs_clean_under_key_reuse_checking():
+    with jax.debug_key_reuse(True):
+        result = run(dataclasses.replace(TINY, total_timesteps=4 * 8 * 2))
+    assert result.summary["num_updates"] == 2
+
+
+def test_metrics_cover_losses_exploration_and_episodes(tiny_algo):
+    algo, update = tiny_algo
+    _, metrics = update(algo.init(jax.random.key(0)), jax.random.key(1))
+    expected = {
+        "loss/td",
+        "loss/total",
+        "q/taken",
+        "optim/grad_norm",
+        "optim/lr",
+        "optim/epsilon",
+        "optim/gradient_steps",
+        "episode/return",
+        "episode/length",
+        "episode/count",
+    }
+    assert expected <= set(metrics)
+    assert all(jnp.ndim(v) == 0 for v in metrics.values())
+
+
+def test_rejects_continuous_actions():
+    from purerl.config import ConfigError
+
+    with pytest.raises(ConfigError, match="DQN needs discrete actions"):
+        make_dqn(dataclasses.replace(TINY, env="Pendulum-v1"), envs.make("Pendulum-v1", 4))
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"batch_size": 128}, "--batch-size 128 exceeds --buffer-size 64"),
+        ({"learning_starts": 192}, "--learning-starts 192 is not below the run's 192 steps"),
+        ({"buffer_size": 66}, "--buffer-size 66 is not a multiple of --num-envs 4"),
+        ({"train_frequency": 3}, "--train-frequency 3 does not divide --rollout-len 8"),
+        ({"tau": 0.0}, "--tau must lie in (0, 1]"),
+        ({"loss": "l1"}, "--loss must be one of"),
+    ],
+)
+def test_impossible_configs_name_the_flag(overrides, message):
+    from purerl.config import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        dataclasses.replace(TINY, **overrides)
+    assert message in str(err.value)
+
+
+PROBE_CFG = DQNConfig(
+    num_envs=8,
+    rollout_len=4,
+    buffer_size=512,
+    batch_size=64,
+    learning_starts=256,
+    target_update_period=64,
+    lr=3e-3,
+    gamma=0.5,
+    exploration_fraction=0.3,
+    eps_end=0.5,
+    hidden_sizes=(32,),
+    total_timesteps=8 * 4 * 300,
+)
+
+
+def trained_q(env_id):
+    cfg = dataclasses.replace(PROBE_CFG, env=env_id)
+    env = envs.make(env_id, cfg.num_envs)
+    result = train(make_dqn(cfg, env), cfg, RunOptions(progress=False))
+    params = jax.tree.map(lambda x: x[0], result.agents.state.params)
+    net = make_q_network(env.spec.action_space, cfg.hidden_sizes, cfg.activation)
+    return lambda obs: np.asarray(net.apply(params, jnp.array(obs, jnp.float32)[:, None]))
+
+
+@pytest.mark.learning
+@pytest.mark.parametrize(
+    "env_id, obs, expected_q",
+    [
+        ("ProbeConstant-v0", [0.0], [[1.0]]),
+        ("ProbeObsReward-v0", [-1.0, 1.0], [[-1.0], [1.0]]),
+        ("ProbeTwoStep-v0", [0.0, 1.0], [[0.5], [1.0]]),  # gamma 0.5
+        ("ProbeActionReward-v0", [0.0], [[-1.0, 1.0]]),
+        ("ProbeObsAction-v0", [-1.0, 1.0], [[1.0, -1.0], [-1.0, 1.0]]),
+    ],
+)
+def test_probe_q_values(env_id, obs, expected_q):
+    np.testing.assert_allclose(trained_q(env_id)(obs), expected_q, atol=0.15)
+
+
+def test_state_leaves_are_numpy_convertible(tiny_run):
+    # Typed keys and every state field survive the conversion checkpoints will need.
+    leaves = jax.tree.leaves(as_numpy(tiny_run.agents))
+    assert all(isinstance(x, np.ndarray) for x in leaves)

@@ -35,6 +35,16 @@ PPO_PRESETS: dict[str, PPOConfig] = {
         activation="relu",
         hidden_sizes=(256, 256),
     ),
+    # Snake 10x10 from its [10, 10, 3] grid: many short games per update, a relu MLP and a
+    # higher learning rate learn in minutes on CPU (BENCHMARKS.md, test_snake_learning.py).
+    "Snake-v0": PPOConfig(
+        env="Snake-v0",
+        num_envs=256,
+        rollout_len=32,
+        total_timesteps=3_000_000,
+        lr=1e-3,
+        activation="relu",
+    ),
 }
 
 DQN_PRESETS: dict[str, DQNConfig] = {

@@ -5,8 +5,8 @@
 >>> state, step = env.step(key, state, actions, env.default_params)      # step.obs: [4, 4]
 
 Ids come from backends registered below: every gymnax id (classic control, MinAtar, bsuite,
-misc) and purerl's probe environments (``envs/probes.py``). Backends whose packages are
-optional are imported only when one of their ids is made.
+misc), purerl's probe environments (``envs/probes.py``) and Snake (``envs/snake.py``).
+Backends whose packages are optional are imported only when one of their ids is made.
 """
 
 from __future__ import annotations
@@ -94,8 +94,30 @@ def _register_probes() -> None:
         register(env_id, EnvEntry(_probe_factory, needs_reset_wrapper=True))
 
 
+SNAKE_SIZES = {
+    "Snake-v0": (10, 10),
+    "Snake-6x6-v0": (6, 6),
+    "Snake-8x8-v0": (8, 8),
+    "Snake-16x16-v0": (16, 16),
+}
+"""Board ``(height, width)`` of each Snake id; ``height``/``width`` options override it."""
+
+
+def _snake_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.snake import make_snake
+
+    height, width = SNAKE_SIZES[env_id]
+    return make_snake(env_id, **{"height": height, "width": width, **options})
+
+
+def _register_snake() -> None:
+    for env_id in SNAKE_SIZES:
+        register(env_id, EnvEntry(_snake_factory))
+
+
 _register_gymnax()
 _register_probes()
+_register_snake()
 
 
 def lookup(env_id: str) -> EnvEntry:

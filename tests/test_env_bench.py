@@ -1,0 +1,48 @@
+"""experiments/env_bench.py, run as a user would: a subprocess with tiny sizes."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "env_bench.py"
+
+
+def run_bench(*args):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_tiny_env_bench_prints_a_row_per_env_and_size():
+    proc = run_bench(
+        *("--num-envs", "1", "3", "--steps-per-call", "60", "--max-scan-steps", "16"),
+        *("--repeats", "1", "--numpy-steps", "50", "--height", "4", "--width", "5"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[:3] for row in rows] == [
+        ["| Snake 4x5", "JAX", "1"],
+        ["| CartPole-v1", "JAX", "1"],
+        ["| Snake 4x5", "JAX", "3"],
+        ["| CartPole-v1", "JAX", "3"],
+        ["| Snake 4x5", "NumPy reference", "1"],
+        ["| CartPole-v1", "gymnasium", "1"],
+    ]
+    # 3 games x 16 scan steps (60 // 3 = 20, capped at 16).
+    assert rows[2].split(" | ")[3] == "16"
+    assert "peak resident memory" in proc.stdout
+
+
+def test_env_bench_help_lists_flags():
+    proc = run_bench("--help")
+    assert proc.returncode == 0
+    for flag in ["--num-envs", "--steps-per-call", "--repeats", "--obs-mode", "--numpy-steps"]:
+        assert flag in proc.stdout

@@ -1,14 +1,17 @@
 """Train DQN: ``python experiments/dqn.py --env CartPole-v1 --num-seeds 4``.
 
-``--env`` picks that environment's preset (purerl/presets.py); any other flag overrides it.
-Writes runs/dqn-<env>-<timestamp>/ with config.json, metrics.jsonl and summary.json.
+``--env`` picks that environment's preset (purerl/presets.py), ``--preset`` a named one, and
+``--config runs/<dir>`` a saved run's configuration; any other flag overrides single fields.
+``--resume runs/<dir>`` continues a run from its latest checkpoint. Writes
+runs/dqn-<env>-<timestamp>/ with config.json, metrics.jsonl, summary.json and checkpoints/.
 """
 
 import sys
 
 from purerl.algos.dqn import DQNConfig, make_dqn
-from purerl.cli import main
+from purerl.cli import Command, main
 from purerl.presets import DQN_PRESETS
 
 if __name__ == "__main__":
-    sys.exit(main("dqn", DQNConfig, make_dqn, DQN_PRESETS, __doc__))
+    command = Command("dqn", DQNConfig, make_dqn, DQN_PRESETS, __doc__)
+    sys.exit(main(command, script=sys.argv[0]))

@@ -1,14 +1,17 @@
 """Train PPO: ``python experiments/ppo.py --env CartPole-v1 --num-seeds 4``.
 
-``--env`` picks that environment's preset (purerl/presets.py); any other flag overrides it.
-Writes runs/ppo-<env>-<timestamp>/ with config.json, metrics.jsonl and summary.json.
+``--env`` picks that environment's preset (purerl/presets.py), ``--preset`` a named one, and
+``--config runs/<dir>`` a saved run's configuration; any other flag overrides single fields.
+``--resume runs/<dir>`` continues a run from its latest checkpoint. Writes
+runs/ppo-<env>-<timestamp>/ with config.json, metrics.jsonl, summary.json and checkpoints/.
 """
 
 import sys
 
 from purerl.algos.ppo import PPOConfig, make_ppo
-from purerl.cli import main
+from purerl.cli import Command, main
 from purerl.presets import PPO_PRESETS
 
 if __name__ == "__main__":
-    sys.exit(main("ppo", PPOConfig, make_ppo, PPO_PRESETS, __doc__))
+    command = Command("ppo", PPOConfig, make_ppo, PPO_PRESETS, __doc__)
+    sys.exit(main(command, script=sys.argv[0]))

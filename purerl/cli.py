@@ -1,27 +1,36 @@
 """The command line shared by ``experiments/*.py``: parse, validate, train, write the run.
 
-Exit codes: 0 done, 1 training failed (non-finite loss), 2 invalid arguments.
+Exit codes: 0 done, 1 training failed (non-finite loss), 2 invalid arguments or an unusable
+run directory or checkpoint, 130 / 143 stopped by SIGINT / SIGTERM after saving a checkpoint.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Generic, TypeVar
 
+import jax
 import tyro
 
-from purerl import envs
+from purerl import checkpoint, envs
 from purerl.algos import Algo
 from purerl.config import CommonConfig, ConfigError
 from purerl.envs.base import Environment
 from purerl.logging import JsonlSink, ProgressSink
-from purerl.rundir import config_record, create_run_dir, default_run_dir, write_json
-from purerl.runtime import configure_jax
-from purerl.train import NonFiniteLossError, RunOptions, TrainResult, train
+from purerl.rundir import (
+    config_record,
+    create_run_dir,
+    default_run_dir,
+    load_config,
+    truncate_metrics,
+    write_json,
+)
+from purerl.runtime import configure_jax, quiet_libraries
+from purerl.train import NonFiniteLossError, RunOptions, TrainResult, init_agents, train
 
 C = TypeVar("C", bound=CommonConfig)
 
@@ -34,61 +43,202 @@ class Experiment(Generic[C]):
 
     algo: Annotated[C, tyro.conf.OmitArgPrefixes]
     run: Annotated[RunOptions, tyro.conf.OmitArgPrefixes] = RunOptions()
+    preset: str | None = None
+    """Named preset to start from (default: the preset of --env, if it has one)."""
+    config: str | None = None
+    """Start a new run from a saved config.json (or a run directory holding one); flags given
+    beside it override single fields."""
+    resume: str | None = None
+    """Continue the run in this directory from its latest checkpoint, with its saved
+    configuration. A live EnvPool simulator cannot be saved: it is reset on resume."""
 
 
-def peek_env(argv: Sequence[str], default: str) -> str:
-    """The value of ``--env`` in ``argv`` (before full parsing picks the preset)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--env", default=default)
-    known, _ = parser.parse_known_args(list(argv))
-    return known.env
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """What one experiment script trains."""
+
+    algo_name: str
+    config_cls: type
+    build: BuildAlgo
+    presets: dict[str, Any]
+    description: str
 
 
-def parse(
-    config_cls: type[C], presets: dict[str, C], argv: Sequence[str], description: str
-) -> Experiment[C]:
-    """Parses ``argv`` over the preset for its ``--env`` (generic defaults without one)."""
-    env_id = peek_env(argv, config_cls().env)
-    default = presets.get(env_id) or dataclasses.replace(config_cls(), env=env_id)
-    return tyro.cli(
-        Experiment[config_cls],
-        default=Experiment(default),
+def peek(argv: Sequence[str], flag: str) -> str | None:
+    """The value given to ``flag`` in ``argv`` (``--flag value`` or ``--flag=value``)."""
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def base_config(command: Command, argv: Sequence[str]) -> Any:
+    """The configuration flags apply to: a resumed or saved run's, a preset, or the defaults."""
+    source = peek(argv, "--resume") or peek(argv, "--config")
+    if source is not None:
+        return load_config(Path(source), command.algo_name, command.config_cls)
+    name = peek(argv, "--preset")
+    if name is not None:
+        if name not in command.presets:
+            raise ConfigError(
+                f"unknown preset {name!r}; presets: {', '.join(sorted(command.presets))}"
+            )
+        return command.presets[name]
+    env_id = peek(argv, "--env") or command.config_cls().env
+    return command.presets.get(env_id) or dataclasses.replace(command.config_cls(), env=env_id)
+
+
+def parse(command: Command, argv: Sequence[str]) -> Experiment:
+    """Parses ``argv`` over the base configuration it selects."""
+    base = base_config(command, argv)
+    description = f"{command.description}\nPresets: {', '.join(sorted(command.presets))}."
+    exp = tyro.cli(
+        Experiment[command.config_cls],
+        default=Experiment(base),
         args=list(argv),
         description=description,
     )
+    if exp.resume is not None and exp.algo != base:
+        changed = [
+            f.name
+            for f in dataclasses.fields(base)
+            if getattr(base, f.name) != getattr(exp.algo, f.name)
+        ]
+        flags = ", ".join("--" + name.replace("_", "-") for name in changed)
+        raise ConfigError(
+            f"{flags} cannot change when resuming: a resumed run keeps its configuration "
+            "(use --config to start a new run from it instead)"
+        )
+    return exp
 
 
 def make_env(cfg: CommonConfig) -> Environment:
     return envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
 
 
-def run_experiment(algo_name: str, exp: Experiment, build: BuildAlgo) -> TrainResult:
+def transient_fields(algo: Algo, env: Environment, options: RunOptions) -> tuple[str, ...]:
+    """State fields checkpoints leave out (see ``purerl.checkpoint``)."""
+    fields = jax.eval_shape(algo.init, jax.random.key(0))._fields
+    transient = () if env.pure else ("env_state", "obs")
+    if not options.checkpoint_buffer and "buffer" in fields:
+        transient += ("buffer",)
+    return transient
+
+
+class StopOnSignal:
+    """Turns the first SIGINT or SIGTERM into a stop request; a second SIGINT aborts at once."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopOnSignal:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self.previous[signum] = signal.signal(signum, self.handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signum = signum
+        print(
+            f"\n{signal.Signals(signum).name}: saving a checkpoint after the current chunk "
+            "(Ctrl-C again aborts without saving)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def requested(self) -> bool:
+        return self.signum is not None
+
+
+def run_experiment(
+    algo_name: str,
+    exp: Experiment,
+    build: BuildAlgo,
+    stop: StopOnSignal | None = None,
+    script: str | None = None,
+) -> TrainResult:
     """Builds everything first (so bad input fails before anything is written), then trains."""
     cfg, options = exp.algo, exp.run
     env = make_env(cfg)
     algo = build(cfg, env)
-    run_dir = create_run_dir(
-        Path(options.run_dir) if options.run_dir else default_run_dir(algo_name, cfg.env)
-    )
-    write_json(run_dir / "config.json", config_record(algo_name, cfg, options))
+    identity = {"algo": algo_name, "config": checkpoint.config_dict(cfg)}
+    start = None
+    if exp.resume is not None:
+        run_dir = Path(exp.resume)
+        step = checkpoint.resolve_step(run_dir, "latest")
+        fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
+        start = checkpoint.restore(run_dir, step, fresh, identity)
+        truncate_metrics(run_dir / "metrics.jsonl", start.updates_done)
+        verb = f"resuming at update {start.updates_done}"
+    else:
+        run_dir = create_run_dir(
+            Path(options.run_dir) if options.run_dir else default_run_dir(algo_name, cfg.env)
+        )
+        write_json(run_dir / "config.json", config_record(algo_name, cfg, options))
+        verb = f"{cfg.total_timesteps:,} steps ({cfg.num_updates} updates)"
     frame_skip = env.spec.frame_skip
     sinks: list = [JsonlSink(run_dir / "metrics.jsonl", cfg.env_steps_per_update, frame_skip)]
     progress = None
     if options.progress:
         progress = ProgressSink(
-            cfg.num_updates, cfg.env_steps_per_update, cfg.num_seeds, frame_skip, cfg.seed
+            cfg.num_updates,
+            cfg.env_steps_per_update,
+            cfg.num_seeds,
+            frame_skip,
+            cfg.seed,
+            history=None if start is None else start.history,
         )
         sinks.append(progress)
-    print(
-        f"{algo_name} on {cfg.env}: {cfg.num_seeds} seed(s) x {cfg.total_timesteps:,} steps "
-        f"({cfg.num_updates} updates) -> {run_dir}",
-        flush=True,
-    )
+    checkpointer = None
+    if options.checkpoints:
+        checkpointer = checkpoint.Checkpointer(
+            checkpoint.checkpoint_dir(run_dir),
+            identity,
+            options.keep_checkpoints,
+            options.keep_best,
+            transient_fields(algo, env, options),
+        )
+    print(f"{algo_name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb} -> {run_dir}", flush=True)
     stream = progress.on_stream if (progress is not None and options.stream) else None
-    result = train(algo, cfg, options, sinks, frame_skip, stream)
+    try:
+        result = train(
+            algo,
+            cfg,
+            options,
+            sinks,
+            frame_skip,
+            stream,
+            checkpointer=checkpointer,
+            start=start,
+            should_stop=stop.requested if stop is not None else (lambda: False),
+        )
+    finally:
+        if checkpointer is not None:
+            checkpointer.close()
     summary = {"algo": algo_name, "env": cfg.env, **result.summary}
+    if result.interrupted:
+        summary["interrupted"] = True
     write_json(run_dir / "summary.json", summary)
     print(final_line(summary, run_dir), flush=True)
+    if result.interrupted:
+        how = f"python {script} --resume {run_dir}" if script else f"--resume {run_dir}"
+        saved = (
+            "checkpoint saved" if checkpointer is not None else "no checkpoint (--no-checkpoints)"
+        )
+        print(
+            f"stopped at update {summary['num_updates']} of {cfg.num_updates}; {saved}; "
+            f"continue with: {how}",
+            flush=True,
+        )
     return result
 
 
@@ -103,24 +253,21 @@ def final_line(summary: dict[str, Any], run_dir: Path) -> str:
     )
 
 
-def main(
-    algo_name: str,
-    config_cls: type[C],
-    build: BuildAlgo,
-    presets: dict[str, C],
-    description: str,
-    argv: Sequence[str] | None = None,
-) -> int:
+def main(command: Command, argv: Sequence[str] | None = None, script: str | None = None) -> int:
     """Runs one experiment from the command line and returns the process exit code."""
     argv = sys.argv[1:] if argv is None else argv
     configure_jax()
+    quiet_libraries()
     try:
-        exp = parse(config_cls, presets, argv, description)
-        run_experiment(algo_name, exp, build)
-    except (ConfigError, envs.UnknownEnvError) as err:
+        with StopOnSignal() as stop:
+            exp = parse(command, argv)
+            result = run_experiment(command.algo_name, exp, command.build, stop, script)
+    except (ConfigError, envs.UnknownEnvError, checkpoint.CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except NonFiniteLossError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if result.interrupted:
+        return 128 + (stop.signum or signal.SIGINT)
     return 0

@@ -111,14 +111,16 @@ class ProgressSink:
         frame_skip: int = 1,
         first_seed: int = 0,
         out: IO[str] | None = None,
+        history: dict[str, np.ndarray] | None = None,
     ):
         self.num_updates = num_updates
         self.steps_per_update = env_steps_per_update * num_seeds * frame_skip
         self.unit = "frames" if frame_skip > 1 else "steps"
         self.first_seed = first_seed
         self.out = out or sys.stdout
-        self.returns: list[np.ndarray] = []
-        self.counts: list[np.ndarray] = []
+        # A resumed run starts from the statistics of the updates before it.
+        self.returns: list[np.ndarray] = [] if history is None else [history["episode/return"]]
+        self.counts: list[np.ndarray] = [] if history is None else [history["episode/count"]]
         self.bar = None
         if self.out.isatty():
             from rich.console import Console

@@ -62,3 +62,52 @@ def config_record(algo: str, cfg: Any, options: Any) -> dict[str, Any]:
         "versions": {"purerl": __version__, "jax": jax.__version__},
         "created": datetime.datetime.now().isoformat(timespec="seconds"),
     }
+
+
+def load_config(source: Path, algo: str, config_cls: type) -> Any:
+    """The configuration saved in ``source`` (a ``config.json`` or a run directory holding one).
+
+    Raises:
+        ConfigError: the file is missing or unreadable, belongs to another algorithm, or names
+            fields this version does not know.
+    """
+    path = source / "config.json" if source.is_dir() else source
+    if not path.is_file():
+        what = "run directory" if not source.suffix else "config file"
+        raise ConfigError(f"{what} {source} does not exist or holds no config.json")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        saved_algo, fields = record["algo"], record["config"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"{path} is not a purerl config.json ({err})") from err
+    if saved_algo != algo:
+        raise ConfigError(
+            f"{path} configures {saved_algo}, not {algo}; use the {saved_algo} command"
+        )
+    known = {f.name: f for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise ConfigError(f"{path} has fields this purerl does not know: {', '.join(unknown)}")
+    # JSON has no tuples: sequence fields come back as lists.
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+    return config_cls(**values)
+
+
+def truncate_metrics(path: Path, updates_done: int) -> None:
+    """Drops ``metrics.jsonl`` rows past ``updates_done`` (written after the last checkpoint).
+
+    A row cut off by a killed process is dropped too. The file is replaced atomically.
+    """
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if row.get("update", 0) <= updates_done:
+            kept.append(line + "\n")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(kept), encoding="utf-8")
+    os.replace(tmp, path)

@@ -17,3 +17,15 @@ def configure_jax() -> None:
     them asynchronously buys nothing.
     """
     jax.config.update("jax_cpu_enable_async_dispatch", False)
+
+
+def quiet_libraries() -> None:
+    """Keeps library chatter off the terminal of a CLI: only errors from orbax's absl logger.
+
+    Orbax logs routine warnings (such as opening a checkpoint directory read-only) through
+    Python logging; without a configured handler they would reach stderr, where a CLI's only
+    output should be its own messages.
+    """
+    import logging
+
+    logging.getLogger("absl").setLevel(logging.ERROR)

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.algos import Algo
+from purerl.checkpoint import HISTORY_KEYS, Checkpointer, Snapshot
 from purerl.envs.stats import recent_mean_return
 from purerl.logging import ChunkReport, Sink, emit
 from purerl.types import Array, Key, Metrics
@@ -40,6 +41,17 @@ class RunOptions:
     """Show a progress bar (a plain line per chunk when stdout is not a terminal)."""
     stream: bool = False
     """Also stream progress from inside each chunk through a JAX callback (finer-grained bar)."""
+    checkpoints: bool = True
+    """Save checkpoints into <run-dir>/checkpoints/<updates>/ (orbax)."""
+    checkpoint_every: int | None = None
+    """Updates between checkpoints (default: after every chunk); one is always saved at the end."""
+    keep_checkpoints: int = 3
+    """How many of the latest checkpoints to keep."""
+    keep_best: int = 1
+    """How many of the best checkpoints (by mean recent return over seeds) to keep as well."""
+    checkpoint_buffer: bool = True
+    """Include DQN's replay buffer in checkpoints (exact resume; off saves space, and a resumed
+    run then refills an empty buffer)."""
 
 
 class Agent(NamedTuple, Generic[S]):
@@ -123,20 +135,35 @@ def compile_chunk(
 
 
 def plan_chunks(
-    num_updates: int, updates_per_chunk: int | None, target_chunks: int = 20
+    num_updates: int,
+    updates_per_chunk: int | None,
+    target_chunks: int = 20,
+    checkpoint_every: int | None = None,
+    start: int = 0,
 ) -> list[int]:
-    """Chunk lengths covering ``num_updates``.
+    """Chunk lengths covering updates ``start`` to ``num_updates`` (a resumed run starts later).
 
     Each distinct length costs a compile, so without an explicit size a divisor of
     ``num_updates`` near ``num_updates / target_chunks`` is preferred (one length); if none is
-    within a factor of two, the run ends with one shorter chunk.
+    within a factor of two, the run ends with one shorter chunk. With ``checkpoint_every`` the
+    default size is its largest divisor not above that target, so chunks end at every
+    checkpoint.
     """
     if updates_per_chunk is None:
         target = max(1, math.ceil(num_updates / target_chunks))
-        divisors = [d for d in range(max(1, target // 2), 2 * target + 1) if num_updates % d == 0]
-        updates_per_chunk = min(divisors, key=lambda d: abs(d - target)) if divisors else target
-    size = min(updates_per_chunk, num_updates)
-    full, rest = divmod(num_updates, size)
+        if checkpoint_every:
+            updates_per_chunk = max(
+                d for d in range(1, min(target, checkpoint_every) + 1) if checkpoint_every % d == 0
+            )
+        else:
+            near = range(max(1, target // 2), 2 * target + 1)
+            divisors = [d for d in near if num_updates % d == 0]
+            updates_per_chunk = min(divisors, key=lambda d: abs(d - target)) if divisors else target
+    remaining = num_updates - start
+    if remaining <= 0:
+        return []
+    size = min(updates_per_chunk, remaining)
+    full, rest = divmod(remaining, size)
     return [size] * full + ([rest] if rest else [])
 
 
@@ -170,6 +197,37 @@ class TrainResult(Generic[S]):
     agents: Agent[S]
     summary: dict[str, Any]
     final_returns: np.ndarray
+    interrupted: bool = False
+    """True when ``should_stop`` ended the run early (after saving a checkpoint)."""
+
+
+class History:
+    """The per-update statistics the final return is computed from, ``[S, U]`` each."""
+
+    def __init__(self, start: dict[str, np.ndarray] | None = None):
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in HISTORY_KEYS}
+        for name, values in (start or {}).items():
+            self.parts[name].append(np.asarray(values))
+
+    def add(self, metrics: dict[str, np.ndarray]) -> None:
+        for name, parts in self.parts.items():
+            parts.append(metrics[name])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: np.concatenate(parts, axis=1) for name, parts in self.parts.items()}
+
+    def final_returns(self) -> np.ndarray:
+        arrays = self.arrays()
+        return recent_mean_return(
+            arrays["episode/return"], arrays["episode/count"], FINAL_WINDOW_EPISODES
+        )
+
+
+def checkpoint_due(before: int, after: int, total: int, every: int | None) -> bool:
+    """Whether a chunk ending at ``after`` (from ``before``) gets a checkpoint."""
+    if after >= total or not every:
+        return True
+    return after // every > before // every
 
 
 def train(
@@ -179,61 +237,98 @@ def train(
     sinks: Sequence[Sink] = (),
     frame_skip: int = 1,
     stream: StreamFn | None = None,
+    *,
+    checkpointer: Checkpointer | None = None,
+    start: Snapshot | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> TrainResult[S]:
     """Trains ``spec.num_seeds`` agents for ``spec.num_updates`` updates each.
+
+    Args:
+        checkpointer: where to save checkpoints (at the cadence of ``options``, at the end and
+            when stopped early); None saves none.
+        start: a restored checkpoint to continue from instead of fresh agents.
+        should_stop: polled after every chunk; True saves a checkpoint and ends the run.
 
     Returns:
         The final agents (stacked over seeds), the run summary, and per-seed final returns.
     """
-    start = time.perf_counter()
-    seeds = [spec.seed + i for i in range(spec.num_seeds)]
-    agents = init_agents(algo, seeds)
-    lengths = plan_chunks(spec.num_updates, options.updates_per_chunk)
+    begin = time.perf_counter()
+    if start is None:
+        agents = init_agents(algo, [spec.seed + i for i in range(spec.num_seeds)])
+        history, done = History(), 0
+    else:
+        agents, history, done = start.agents, History(start.history), start.updates_done
+    first = done
+    lengths = plan_chunks(
+        spec.num_updates,
+        options.updates_per_chunk,
+        checkpoint_every=options.checkpoint_every,
+        start=done,
+    )
     compiled = {n: compile_chunk(algo, agents, n, stream) for n in sorted(set(lengths))}
     jax.block_until_ready(agents)
-    compile_time = time.perf_counter() - start
+    compile_time = time.perf_counter() - begin
 
-    returns, counts = [], []
-    done = 0
+    interrupted = False
     for length in lengths:
         agents, metrics = compiled[length](agents)
         metrics = jax.device_get(metrics)
         now = time.perf_counter()
-        report = ChunkReport(done, metrics, now - start, now - start - compile_time)
-        done += length
+        report = ChunkReport(done, metrics, now - begin, now - begin - compile_time)
         check_finite(report)
-        returns.append(report.metrics["episode/return"])
-        counts.append(report.metrics["episode/count"])
+        history.add(report.metrics)
         for sink in sinks:
             sink.write(report)
+        done, before = done + length, done
+        interrupted = should_stop()
+        if checkpointer and (
+            interrupted or checkpoint_due(before, done, spec.num_updates, options.checkpoint_every)
+        ):
+            final = history.final_returns()
+            mean = float(np.nanmean(final)) if np.isfinite(final).any() else None
+            checkpointer.save(done, agents, history.arrays(), mean)
+        if interrupted:
+            break
 
-    wall = time.perf_counter() - start
-    final = recent_mean_return(
-        np.concatenate(returns, axis=1), np.concatenate(counts, axis=1), FINAL_WINDOW_EPISODES
+    summary = make_summary(
+        spec, history.final_returns(), done, first, frame_skip, begin, compile_time
     )
-    steps_per_seed = spec.num_updates * spec.env_steps_per_update
-    summary = {
-        "final_mean_return": _finite_or_none(
-            np.nanmean(final) if np.isfinite(final).any() else np.nan
-        ),
-        "final_std_return": _finite_or_none(
-            np.nanstd(final) if np.isfinite(final).any() else np.nan
-        ),
+    for sink in sinks:
+        sink.close(summary)
+    return TrainResult(agents, summary, history.final_returns(), interrupted)
+
+
+def make_summary(
+    spec: TrainSpec,
+    final: np.ndarray,
+    done: int,
+    first: int,
+    frame_skip: int,
+    begin: float,
+    compile_time: float,
+) -> dict[str, Any]:
+    """The ``summary.json`` record (README documents its keys)."""
+    wall = time.perf_counter() - begin
+    steps_per_seed = done * spec.env_steps_per_update
+    session_steps = (done - first) * spec.env_steps_per_update * spec.num_seeds
+    any_finite = np.isfinite(final).any()
+    return {
+        "final_mean_return": _finite_or_none(np.nanmean(final) if any_finite else np.nan),
+        "final_std_return": _finite_or_none(np.nanstd(final) if any_finite else np.nan),
         "per_seed_final_return": [_finite_or_none(x) for x in final],
         "final_return_window_episodes": FINAL_WINDOW_EPISODES,
         "num_seeds": spec.num_seeds,
-        "num_updates": spec.num_updates,
+        "num_updates": done,
         "env_steps_per_seed": steps_per_seed,
         "total_env_steps": steps_per_seed * spec.num_seeds,
         "total_frames": steps_per_seed * spec.num_seeds * frame_skip,
+        "resumed_from_update": first,
         "wall_time_s": wall,
         "compile_time_s": compile_time,
         "train_time_s": wall - compile_time,
-        "steps_per_second": steps_per_seed * spec.num_seeds / max(wall - compile_time, 1e-9),
+        "steps_per_second": session_steps / max(wall - compile_time, 1e-9),
     }
-    for sink in sinks:
-        sink.close(summary)
-    return TrainResult(agents, summary, final)
 
 
 def _finite_or_none(x: float) -> float | None:

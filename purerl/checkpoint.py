@@ -1,0 +1,287 @@
+"""Checkpoints of whole runs with orbax: the only module that imports orbax.
+
+A checkpoint is ``<run_dir>/checkpoints/<updates_done>/`` and holds every seed's agent (algorithm
+state, key stream, seed), the per-update episode statistics the summary is computed from, and a
+JSON record naming the algorithm, its configuration and the format version. Orbax writes each
+checkpoint into a temporary directory and renames it when complete, so a killed process leaves
+at most an unfinished temporary directory, never a checkpoint that looks complete.
+
+State fields listed as *transient* are not saved; a restore takes them from a freshly
+initialised agent instead. That is how a live EnvPool simulator (``env_state``, ``obs``: reset on
+resume) or a large replay buffer (``buffer``) is left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+FORMAT_VERSION = 1
+HISTORY_KEYS = ("episode/return", "episode/count")
+"""Per-update metrics kept in checkpoints, ``[S, U]`` each: what the final return needs."""
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be used; the message says which and what to do."""
+
+
+class Snapshot(NamedTuple):
+    """What a checkpoint restores: agents stacked over seeds, and the run's history so far."""
+
+    agents: Any
+    history: dict[str, np.ndarray]
+    updates_done: int
+    record: dict[str, Any]
+
+
+def checkpoint_dir(run_dir: Path) -> Path:
+    """``<run_dir>/checkpoints`` as an absolute path (orbax requires one)."""
+    return Path(run_dir).resolve() / "checkpoints"
+
+
+def _is_key(x: Any) -> bool:
+    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _keys_to_data(tree: Any) -> Any:
+    """Typed PRNG keys as their raw uint32 data, which every array format can store."""
+    return jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
+
+
+def _data_to_keys(tree: Any, like: Any) -> Any:
+    """Inverse of ``_keys_to_data``, taking key implementations from ``like``."""
+
+    def convert(x, ref):
+        return jax.random.wrap_key_data(x, impl=jax.random.key_impl(ref)) if _is_key(ref) else x
+
+    return jax.tree.map(convert, tree, like)
+
+
+def _strip(agents: Any, transient: Sequence[str]) -> Any:
+    return agents._replace(state=agents.state._replace(**{name: () for name in transient}))
+
+
+def _abstract(tree: Any) -> Any:
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree)
+
+
+def _manager(directory: Path, keep_last: int = 1, keep_best: int = 0, read_only: bool = False):
+    import orbax.checkpoint as ocp
+
+    policies = ocp.checkpoint_managers
+    preserve = [policies.LatestN(max(keep_last, 1))]
+    if keep_best > 0:
+        preserve.append(
+            policies.BestN(
+                get_metric_fn=lambda m: m["mean_return"],
+                n=keep_best,
+                keep_checkpoints_without_metrics=False,
+            )
+        )
+    options = ocp.CheckpointManagerOptions(
+        preservation_policy=policies.AnyPreservationPolicy(preserve),
+        enable_async_checkpointing=not read_only,
+        create=not read_only,
+        read_only=read_only,
+    )
+    return ocp.CheckpointManager(directory, options=options)
+
+
+class Checkpointer:
+    """Saves checkpoints of a run asynchronously, keeping the latest and the best ones.
+
+    Args:
+        directory: ``<run_dir>/checkpoints``.
+        record: JSON-ready identity of the run (``algo``, ``config``), stored with each
+            checkpoint and checked on restore.
+        keep_last: how many of the most recent checkpoints to keep.
+        keep_best: how many of the best (by mean recent return over seeds) to keep as well.
+        transient: state fields left out (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        record: dict[str, Any],
+        keep_last: int = 3,
+        keep_best: int = 1,
+        transient: Sequence[str] = (),
+    ):
+        self.directory = Path(directory)
+        self.record = record
+        self.transient = tuple(transient)
+        self.manager = _manager(self.directory, keep_last, keep_best)
+
+    def save(
+        self, updates_done: int, agents: Any, history: dict[str, np.ndarray], mean_return: float
+    ) -> None:
+        """Starts writing checkpoint ``updates_done``; returns once the arrays are copied."""
+        import orbax.checkpoint as ocp
+
+        tree = {
+            "agents": _keys_to_data(_strip(agents, self.transient)),
+            "history": {k: np.asarray(history[k], np.float32) for k in HISTORY_KEYS},
+        }
+        finite = mean_return is not None and math.isfinite(mean_return)
+        record = {
+            **self.record,
+            "format_version": FORMAT_VERSION,
+            "updates_done": updates_done,
+            "mean_return": float(mean_return) if finite else None,
+            "transient": list(self.transient),
+        }
+        self.manager.save(
+            updates_done,
+            args=ocp.args.Composite(
+                state=ocp.args.StandardSave(tree), record=ocp.args.JsonSave(record)
+            ),
+            metrics={"mean_return": float(mean_return)} if finite else None,
+            force=True,
+        )
+
+    def close(self) -> None:
+        """Waits for pending saves to finish."""
+        self.manager.wait_until_finished()
+        self.manager.close()
+
+
+def available_steps(run_dir: Path) -> list[int]:
+    """Steps of the complete checkpoints of a run, oldest first."""
+    directory = checkpoint_dir(run_dir)
+    if not directory.is_dir():
+        return []
+    manager = _manager(directory, read_only=True)
+    try:
+        return sorted(manager.all_steps())
+    finally:
+        manager.close()
+
+
+def _read_record(manager: Any, step: int) -> dict[str, Any]:
+    import orbax.checkpoint as ocp
+
+    restored = manager.restore(step, args=ocp.args.Composite(record=ocp.args.JsonRestore()))
+    return dict(restored.record)
+
+
+def best_step(run_dir: Path, steps: Sequence[int]) -> int:
+    """The step with the highest recorded mean return (the latest one if none has a return)."""
+    manager = _manager(checkpoint_dir(run_dir), read_only=True)
+    try:
+        returns = {s: _read_record(manager, s).get("mean_return") for s in steps}
+    finally:
+        manager.close()
+    scored = [s for s in steps if returns[s] is not None]
+    return max(scored, key=lambda s: (returns[s], s)) if scored else max(steps)
+
+
+def resolve_step(run_dir: Path, which: str) -> int:
+    """``latest``, ``best`` or a step number, checked against what exists.
+
+    Raises:
+        CheckpointError: missing run directory, no complete checkpoint, or an unknown step.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise CheckpointError(f"run directory {run_dir} does not exist")
+    steps = available_steps(run_dir)
+    if not steps:
+        raise CheckpointError(
+            f"{run_dir} has no complete checkpoint (looked in {checkpoint_dir(run_dir)}); a run "
+            "saves its first one after its first chunk of updates"
+        )
+    if which == "latest":
+        return steps[-1]
+    if which == "best":
+        return best_step(run_dir, steps)
+    if not which.isdigit() or int(which) not in steps:
+        raise CheckpointError(
+            f"no checkpoint {which!r} in {run_dir}; choose latest, best or one of {steps}"
+        )
+    return int(which)
+
+
+def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str) -> None:
+    if record.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{where} has format version {record.get('format_version')}, this purerl reads "
+            f"version {FORMAT_VERSION}"
+        )
+    if record.get("algo") != expected["algo"]:
+        raise CheckpointError(
+            f"{where} was written by {record.get('algo')}, not {expected['algo']}; use the "
+            f"{record.get('algo')} command"
+        )
+    saved, wanted = record.get("config", {}), expected["config"]
+    differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    if differ:
+        detail = ", ".join(f"{k}: {saved.get(k)!r} vs {wanted.get(k)!r}" for k in differ[:4])
+        raise CheckpointError(
+            f"{where} does not match this run's configuration ({detail}); it belongs to another run"
+        )
+
+
+def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any]) -> Snapshot:
+    """Restores checkpoint ``step`` of ``run_dir`` onto the structure of ``fresh_agents``.
+
+    Args:
+        fresh_agents: agents as ``purerl.train.init_agents`` builds them for this run; they give
+            shapes, dtypes, shardings, container types and the transient fields.
+        expected: the run's identity (``algo``, ``config``) the checkpoint must carry.
+
+    Raises:
+        CheckpointError: the checkpoint belongs to another run or cannot be read.
+    """
+    import orbax.checkpoint as ocp
+
+    where = f"checkpoint {step} of {run_dir}"
+    manager = _manager(checkpoint_dir(run_dir), read_only=True)
+    try:
+        try:
+            record = _read_record(manager, step)
+        except Exception as err:  # orbax raises many types for unreadable files
+            raise _unreadable(where, err) from err
+        _check_identity(record, expected, where)
+        transient = tuple(record.get("transient", ()))
+        done = int(record["updates_done"])
+        num_seeds = jax.tree.leaves(fresh_agents)[0].shape[0]
+        history = {k: jax.ShapeDtypeStruct((num_seeds, done), jnp.float32) for k in HISTORY_KEYS}
+        target = {
+            "agents": _abstract(_keys_to_data(_strip(fresh_agents, transient))),
+            "history": history,
+        }
+        try:
+            restored = manager.restore(
+                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target))
+            ).state
+        except Exception as err:
+            raise _unreadable(where, err) from err
+    finally:
+        manager.close()
+    agents = _data_to_keys(restored["agents"], _strip(fresh_agents, transient))
+    fresh_fields = {name: getattr(fresh_agents.state, name) for name in transient}
+    agents = agents._replace(state=agents.state._replace(**fresh_fields))
+    history = {k: np.asarray(v) for k, v in restored["history"].items()}
+    return Snapshot(agents, history, done, record)
+
+
+def _unreadable(where: str, err: Exception) -> CheckpointError:
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return CheckpointError(
+        f"{where} cannot be read ({reason[:200]}); it may be corrupted or from another "
+        "version: pass another --checkpoint step"
+    )
+
+
+def config_dict(cfg: Any) -> dict[str, Any]:
+    """A config dataclass as the JSON-normalised dict stored in checkpoints and config.json."""
+    import json
+
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))

@@ -316,7 +316,11 @@ def make_dqn(
         metrics["optim/epsilon"] = epsilon[-1]
         return state._replace(step=state.step + 1), {**metrics, **summarize(episodes)}
 
-    return Algo(init, update)
+    def evaluate_act(state: DQNState, obs: Array, key: Key, greedy: bool) -> Array:
+        epsilon = 0.0 if greedy else state.hparams.eps_end
+        return act_epsilon_greedy(network, state.params, epsilon, obs, key).action
+
+    return Algo(init, update, evaluate_act)
 
 
 def replay_item(

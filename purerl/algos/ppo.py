@@ -312,4 +312,8 @@ def make_ppo(
         )
         return new_state, metrics
 
-    return Algo(init, update)
+    def evaluate_act(state: PPOState, obs: Array, key: Key, greedy: bool) -> Array:
+        dist = network.apply(state.params, obs, method="policy_dist")
+        return dist.mode() if greedy else dist.sample(key)
+
+    return Algo(init, update, evaluate_act)

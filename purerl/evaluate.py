@@ -1,0 +1,181 @@
+"""Evaluating trained agents from their checkpoints: episode returns, and a video of one episode.
+
+Each evaluation plays ``K`` fresh environments in parallel until every one has finished an
+episode, for every trained seed at once (vmapped); the first episode of each environment counts.
+Observation-normalisation statistics are taken from the trained agent.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from purerl import checkpoint, envs
+from purerl.algos import Algo
+from purerl.config import ConfigError
+from purerl.envs.render import render_frame
+from purerl.envs.wrappers import NormalizeObsState
+from purerl.rundir import load_config
+from purerl.train import Agent, init_agents
+from purerl.types import Array, Key
+
+ALGORITHMS = {
+    "ppo": ("purerl.algos.ppo", "PPOConfig", "make_ppo"),
+    "dqn": ("purerl.algos.dqn", "DQNConfig", "make_dqn"),
+}
+
+
+class LoadedRun(NamedTuple):
+    algo_name: str
+    cfg: Any
+    algo: Algo
+    agents: Agent
+    """Restored agents, stacked over the run's seeds."""
+    step: int
+    """Updates done at the checkpoint."""
+
+
+def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
+    """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) of a run.
+
+    Raises:
+        CheckpointError: no such run, checkpoint, or an unreadable or foreign one.
+        ConfigError: the run's config.json is missing or unreadable.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise checkpoint.CheckpointError(f"run directory {run_dir} does not exist")
+    record_algo = _saved_algo(run_dir)
+    module, cls_name, make_name = ALGORITHMS[record_algo]
+    module = importlib.import_module(module)
+    cfg = load_config(run_dir, record_algo, getattr(module, cls_name))
+    env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
+    algo = getattr(module, make_name)(cfg, env)
+    step = checkpoint.resolve_step(run_dir, which)
+    fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
+    identity = {"algo": record_algo, "config": checkpoint.config_dict(cfg)}
+    snapshot = checkpoint.restore(run_dir, step, fresh, identity)
+    return LoadedRun(record_algo, cfg, algo, snapshot.agents, step)
+
+
+def _saved_algo(run_dir: Path) -> str:
+    import json
+
+    try:
+        algo = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["algo"]
+    except (OSError, ValueError, KeyError) as err:
+        raise ConfigError(f"{run_dir} holds no readable config.json ({err})") from err
+    if algo not in ALGORITHMS:
+        raise ConfigError(f"{run_dir} was trained by {algo!r}, which evaluate does not know")
+    return algo
+
+
+def with_trained_obs_stats(env_state: Any, trained_env_state: Any) -> Any:
+    """``env_state`` using the observation statistics of a trained agent's environments."""
+    if isinstance(env_state, NormalizeObsState):
+        return env_state._replace(obs_stats=trained_env_state.obs_stats)
+    return env_state
+
+
+class Episodes(NamedTuple):
+    """First-episode results of each evaluation environment, ``[K]`` each (``[S, K]`` stacked)."""
+
+    returns: Array
+    lengths: Array
+    finished: Array
+
+
+def play_episodes(
+    algo: Algo, env: Any, state: Any, key: Key, greedy: bool, max_steps: int
+) -> Episodes:
+    """Plays ``env.spec.num_envs`` environments until each finished once (or ``max_steps``)."""
+    params = env.default_params
+    reset_key, loop_key = jax.random.split(key)
+    env_state, obs = env.reset(reset_key, params)
+    env_state = with_trained_obs_stats(env_state, state.env_state)
+    num = env.spec.num_envs
+    zeros = Episodes(jnp.zeros(num, jnp.float32), jnp.zeros(num, jnp.int32), jnp.zeros(num, bool))
+
+    def running(carry):
+        _, _, episodes, t, _ = carry
+        return (~episodes.finished).any() & (t < max_steps)
+
+    def step(carry):
+        env_state, obs, episodes, t, key = carry
+        key, act_key, step_key = jax.random.split(key, 3)
+        action = algo.act(state, obs, act_key, greedy)
+        env_state, out = env.step(step_key, env_state, action, params)
+        first = out.episode.done & ~episodes.finished
+        episodes = Episodes(
+            jnp.where(first, out.episode.returns, episodes.returns),
+            jnp.where(first, out.episode.lengths, episodes.lengths),
+            episodes.finished | out.episode.done,
+        )
+        return env_state, out.obs, episodes, t + 1, key
+
+    carry = (env_state, obs, zeros, jnp.int32(0), loop_key)
+    return jax.lax.while_loop(running, step, carry)[2]
+
+
+def evaluate(
+    run: LoadedRun, num_episodes: int, seed: int, greedy: bool, max_steps: int
+) -> Episodes:
+    """``num_episodes`` episodes for every seed of ``run``; leaves ``[S, K]``."""
+    env = envs.make(run.cfg.env, num_episodes, normalize_obs=run.cfg.normalize_obs)
+    num_seeds = run.agents.seed.shape[0]
+    keys = jax.random.split(jax.random.key(seed), num_seeds)
+
+    def one(agent: Agent, key: Key) -> Episodes:
+        return play_episodes(run.algo, env, agent.state, key, greedy, max_steps)
+
+    return jax.jit(jax.vmap(one))(run.agents, keys)
+
+
+class Recording(NamedTuple):
+    frames: list[np.ndarray]
+    """One RGB frame per action taken, of the state the action was taken in."""
+    episode_return: float | None
+    """The episode's return as the environment reported it (None if it did not finish)."""
+    episode_length: int | None
+
+
+def record_episode(
+    run: LoadedRun, seed_index: int, seed: int, greedy: bool, max_steps: int
+) -> Recording:
+    """Plays and draws one episode of trained seed ``seed_index``."""
+    env = envs.make(run.cfg.env, 1, normalize_obs=run.cfg.normalize_obs)
+    params = env.default_params
+    agent = jax.tree.map(lambda x: x[seed_index], run.agents)
+    reset_key, loop_key = jax.random.split(jax.random.key(seed))
+
+    @jax.jit
+    def rollout(reset_key, loop_key):
+        env_state, obs = env.reset(reset_key, params)
+        env_state = with_trained_obs_stats(env_state, agent.state.env_state)
+
+        def step(carry, key):
+            env_state, obs = carry
+            act_key, step_key = jax.random.split(key)
+            action = run.algo.act(agent.state, obs, act_key, greedy)
+            next_state, out = env.step(step_key, env_state, action, params)
+            return (next_state, out.obs), (env_state, obs, out.episode)
+
+        keys = jax.random.split(loop_key, max_steps)
+        return jax.lax.scan(step, (env_state, obs), keys)[1]
+
+    states, observations, episode = jax.device_get(rollout(reset_key, loop_key))
+    done = episode.done[:, 0]
+    end = int(np.argmax(done)) if done.any() else None
+    count = max_steps if end is None else end + 1
+    frames = [
+        render_frame(env, jax.tree.map(lambda x, t=t: x[t], states), params, observations[t][0])
+        for t in range(count)
+    ]
+    if end is None:
+        return Recording(frames, None, None)
+    return Recording(frames, float(episode.returns[end, 0]), int(episode.lengths[end, 0]))

@@ -1,0 +1,306 @@
+"""Benchmark table: train a fixed matrix of presets, graph each run, print a markdown table.
+
+    python experiments/bench_table.py --seeds 2
+    python experiments/bench_table.py --rows ppo-CartPole-v1 --seeds 1 --budget-scale 0.01
+    python experiments/bench_table.py --seeds 2 --budgets ppo-Breakout-MinAtar=1000000 \\
+        --write-benchmarks
+
+Every row trains ``purerl.presets.PRESETS[algo][env]`` with ``--seeds`` vmapped seeds through
+the same path as ``experiments/ppo.py`` (run directory with config.json, metrics.jsonl,
+summary.json) under ``--out-dir/<algo>-<env>``, then writes its trial graphs there. The budget
+of a row is its preset's ``total_timesteps`` (or a ``--budgets ROW=STEPS`` override) times
+``--budget-scale``, rounded down to whole updates. Atari rows are listed as measured on GPU
+only and never run here.
+
+The table (stdout) gives per row: frames per seed, seeds, final return (mean +- std across
+seeds of each seed's mean return over its last 100 or more finished episodes), training
+steps/s (all seeds' environment steps over training time, compile excluded) and a link to the
+smoothed learning curve. With ``--write-benchmarks`` the table replaces the section between
+``<!-- bench-table:start -->`` and ``<!-- bench-table:end -->`` of ``--benchmarks`` (a new
+``## Benchmark table`` section at its end if the markers are missing), and the smoothed curves
+are copied to ``--plots-dir`` (default ``docs/bench/`` beside that file), which the links name.
+With ``--reuse`` a row whose run directory already holds a finished run of the same
+configuration is read instead of trained again. Training logs go to stderr. Exit codes: 0 done,
+1 training failed, 2 invalid arguments (or an existing run directory without ``--reuse``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import tyro
+
+from purerl.algos.dqn import make_dqn
+from purerl.algos.ppo import make_ppo
+from purerl.cli import Experiment, run_experiment
+from purerl.config import ConfigError
+from purerl.plots import NotARunError, load_run, write_trial_graphs
+from purerl.presets import PRESETS
+from purerl.runs import format_return, markdown_table
+from purerl.runtime import configure_jax
+from purerl.train import NonFiniteLossError, RunOptions
+
+START_MARKER = "<!-- bench-table:start -->"
+END_MARKER = "<!-- bench-table:end -->"
+BUILDERS = {"ppo": make_ppo, "dqn": make_dqn}
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRow:
+    algo: str
+    env: str
+    notes: str
+    gpu_only: bool = False
+    """Listed in the table but not run on CPU."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.algo}-{self.env}"
+
+
+MATRIX = (
+    MatrixRow("ppo", "CartPole-v1", "preset (Huang et al. 2022 classic-control PPO)"),
+    MatrixRow("dqn", "CartPole-v1", "preset (PureJaxRL CartPole DQN)"),
+    MatrixRow("ppo", "Acrobot-v1", "preset, 16 envs"),
+    MatrixRow("ppo", "Pendulum-v1", "preset, observation normalisation"),
+    MatrixRow("ppo", "Breakout-MinAtar", "preset, 64 envs, 256x256 relu MLP"),
+    MatrixRow("ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4)", gpu_only=True),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchTableArgs:
+    rows: tuple[str, ...] = ()
+    """Rows to run, by name (e.g. ppo-CartPole-v1); default: every row."""
+    seeds: int = 2
+    """Seeds per row (vmapped)."""
+    budget_scale: float = 1.0
+    """Multiplies every row's budget (use a small value for a smoke run)."""
+    budgets: tuple[str, ...] = ()
+    """ROW=STEPS overrides of a row's preset budget (steps per seed), before --budget-scale."""
+    window: int | None = None
+    """Moving-average window of the smoothed curves in updates (default: a 20th of the run)."""
+    out_dir: Path | None = None
+    """Where run directories go (default: runs/bench-<timestamp>)."""
+    write_benchmarks: bool = False
+    """Replace the bench-table section of --benchmarks and copy the plots to --plots-dir."""
+    benchmarks: Path = Path("BENCHMARKS.md")
+    """The markdown file --write-benchmarks updates."""
+    plots_dir: Path | None = None
+    """Where --write-benchmarks puts the plots (default: docs/bench beside --benchmarks)."""
+    note: str = ""
+    """A paragraph for the BENCHMARKS.md section (conditions of the measurement, say)."""
+    reuse: bool = False
+    """Rows whose run directory holds a finished run of the same configuration are not trained
+    again (their figures are re-read), e.g. to redo the table after a failed row."""
+
+
+class RowOutcome(NamedTuple):
+    """What one trained row leaves for the table."""
+
+    summary: dict[str, Any]
+    """The run's summary.json."""
+    plot: Path
+    """Its smoothed learning curve (PNG in the run directory)."""
+    cfg: Any
+    """The configuration it ran."""
+    window: int
+    """Moving-average window of the plot, in updates."""
+
+
+def parse_budgets(specs: tuple[str, ...], names: set[str]) -> dict[str, int]:
+    budgets = {}
+    for spec in specs:
+        name, _, steps = spec.partition("=")
+        if name not in names or not steps.isdigit():
+            raise ConfigError(f"--budgets takes ROW=STEPS with a row of {sorted(names)}: {spec!r}")
+        budgets[name] = int(steps)
+    return budgets
+
+
+def select_rows(args: BenchTableArgs) -> list[MatrixRow]:
+    names = [row.name for row in MATRIX]
+    unknown = [name for name in args.rows if name not in names]
+    if unknown:
+        raise ConfigError(f"unknown row(s) {unknown}; rows are {names}")
+    if args.seeds < 1 or args.budget_scale <= 0:
+        raise ConfigError("--seeds and --budget-scale must be positive")
+    return [row for row in MATRIX if not args.rows or row.name in args.rows]
+
+
+def row_config(row: MatrixRow, args: BenchTableArgs, budgets: dict[str, int]):
+    """The row's preset with the bench's seeds and budget (whole updates, at least one)."""
+    preset = PRESETS[row.algo][row.env]
+    steps = budgets.get(row.name, preset.total_timesteps) * args.budget_scale
+    per_update = preset.env_steps_per_update
+    total = max(1, int(steps // per_update)) * per_update
+    changes = {"num_seeds": args.seeds, "total_timesteps": total}
+    if hasattr(preset, "learning_starts"):
+        # DQN must take a gradient step within the run: a shrunk budget shrinks the warm-up.
+        changes["learning_starts"] = min(preset.learning_starts, total // 2)
+    return dataclasses.replace(preset, **changes)
+
+
+def finished_summary(run_dir: Path, cfg: Any) -> dict[str, Any] | None:
+    """The summary of a finished run of exactly ``cfg`` in ``run_dir``; None if there is none.
+
+    Raises:
+        ConfigError: ``run_dir`` holds a finished run of another configuration.
+    """
+    try:
+        run = load_run(run_dir)
+    except NotARunError:
+        return None
+    if run.status != "finished":
+        return None
+    if run.record["config"] != json.loads(json.dumps(dataclasses.asdict(cfg))):
+        raise ConfigError(f"{run_dir} holds a run of another configuration; pick another --out-dir")
+    return run.summary
+
+
+def run_row(
+    row: MatrixRow, args: BenchTableArgs, out_dir: Path, budgets: dict[str, int]
+) -> RowOutcome:
+    """Trains one row into ``out_dir/<row>`` (unless reused) and writes its trial graphs."""
+    cfg = row_config(row, args, budgets)
+    run_dir = out_dir / row.name
+    summary = finished_summary(run_dir, cfg) if args.reuse else None
+    if summary is None:
+        # No checkpoints: their saves would count in the training time the table reports.
+        options = RunOptions(run_dir=str(run_dir), progress=False, checkpoints=False)
+        # Keep stdout for the table: the training log lines go to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            summary = run_experiment(row.algo, Experiment(cfg, options), BUILDERS[row.algo]).summary
+    window = args.window or max(1, cfg.num_updates // 20)
+    _, smoothed = write_trial_graphs(run_dir, window)
+    return RowOutcome(summary, smoothed, cfg, window)
+
+
+def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[str]:
+    if outcome is None:
+        return [row.algo.upper(), row.env, f"{row.notes}; measured on GPU only, not run on CPU"] + [
+            "-"
+        ] * 5
+    summary, cfg = outcome.summary, outcome.cfg
+    preset = PRESETS[row.algo][row.env]
+    preset_steps = preset.num_updates * preset.env_steps_per_update  # whole updates, as run
+    budget = f"{cfg.total_timesteps:,} steps"
+    if cfg.total_timesteps != preset_steps:
+        budget += f" (preset {preset_steps:,})"
+    updates = "update" if outcome.window == 1 else "updates"
+    return [
+        row.algo.upper(),
+        row.env,
+        f"{row.notes}; {budget}; plot smoothed over {outcome.window} {updates}",
+        f"{summary['total_frames'] // summary['num_seeds']:,}",
+        str(summary["num_seeds"]),
+        format_return(summary["final_mean_return"], summary["final_std_return"]),
+        f"{summary['steps_per_second']:,.0f}",
+        link,
+    ]
+
+
+def build_table(rows: list[MatrixRow], outcomes: list[RowOutcome | None], links: list[str]) -> str:
+    header = ["algo", "env", "protocol / notes", "frames per seed", "seeds"]
+    header += ["final return (mean +- std)", "steps/s", "plot"]
+    lines = [table_line(r, o, link) for r, o, link in zip(rows, outcomes, links, strict=True)]
+    return markdown_table(header, lines)
+
+
+def replace_section(text: str, section: str) -> str:
+    """``text`` with the part between the bench-table markers replaced by ``section``.
+
+    Without both markers, a ``## Benchmark table`` section holding them is appended.
+    """
+    start, end = text.find(START_MARKER), text.find(END_MARKER)
+    block = f"{START_MARKER}\n{section.strip()}\n{END_MARKER}"
+    if start < 0 or end < start:
+        return text.rstrip("\n") + f"\n\n## Benchmark table\n\n{block}\n"
+    return text[:start] + block + text[end + len(END_MARKER) :]
+
+
+def section_text(table: str, argv: list[str], args: BenchTableArgs) -> str:
+    shown = list(argv)
+    if "--note" in shown:  # documentation, not part of the measurement: shown as text below
+        index = shown.index("--note")
+        del shown[index : index + 2]
+    command = shlex.join([".venv/bin/python", "experiments/bench_table.py", *shown])
+    reused = (
+        " (`--reuse`: rows with a finished run of the same configuration in the output directory "
+        "were read back, not trained again; drop it to measure afresh)"
+        if args.reuse
+        else ""
+    )
+    header = (
+        f"Written {datetime.date.today().isoformat()} on {platform.machine()} with "
+        f"{os.cpu_count()} CPU cores (jax {jax.__version__}, {jax.default_backend()} backend) "
+        f"by{reused}:"
+    )
+    legend = (
+        "Final return: mean +- std across seeds of each seed's mean return over its last 100 "
+        "or more finished episodes. Steps/s: all seeds' environment steps over training time, "
+        "compile excluded (frames = steps x frame skip). Plots: per-seed curves smoothed by "
+        "a trailing moving average, mean +- std across seeds, against frames per seed."
+    )
+    prose = [textwrap.fill(text, 100) for text in [args.note, legend] if text]
+    return "\n\n".join([textwrap.fill(header, 100), f"```\n{command}\n```", *prose, table])
+
+
+def publish(
+    args: BenchTableArgs, rows: list[MatrixRow], outcomes: list[RowOutcome | None], argv: list[str]
+) -> str:
+    """Copies the plots beside ``--benchmarks`` and rewrites its section; returns the table."""
+    plots_dir = args.plots_dir or args.benchmarks.parent / "docs" / "bench"
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    links = []
+    for row, outcome in zip(rows, outcomes, strict=True):
+        if outcome is None:
+            links.append("-")
+            continue
+        target = plots_dir / f"{row.name}.png"
+        shutil.copyfile(outcome.plot, target)
+        links.append(f"[png]({os.path.relpath(target, args.benchmarks.parent)})")
+    table = build_table(rows, outcomes, links)
+    text = args.benchmarks.read_text(encoding="utf-8") if args.benchmarks.exists() else ""
+    args.benchmarks.write_text(replace_section(text, section_text(table, argv, args)), "utf-8")
+    return table
+
+
+def main(argv: list[str]) -> int:
+    configure_jax()
+    try:
+        args = tyro.cli(BenchTableArgs, args=argv, description=__doc__)
+        rows = select_rows(args)
+        budgets = parse_budgets(args.budgets, {row.name for row in MATRIX})
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out_dir = args.out_dir or Path("runs") / f"bench-{stamp}"
+        outcomes = [None if r.gpu_only else run_row(r, args, out_dir, budgets) for r in rows]
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except NonFiniteLossError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.write_benchmarks:
+        table = publish(args, rows, outcomes, argv)
+    else:
+        links = ["-" if o is None else f"[png]({o.plot})" for o in outcomes]
+        table = build_table(rows, outcomes, links)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,138 @@
+"""Learning curves as PNGs: trial graphs of one run, and several runs overlaid.
+
+Figures are drawn with matplotlib's object-oriented API on an Agg canvas, so importing this
+module changes no global matplotlib state (no backend switch, no pyplot). Runs are read with
+``purerl.runs`` (re-exported here: ``load_run``, ``Run``, ``NotARunError``), so graphs can be
+drawn while a run is still going.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from purerl.runs import (
+    NotARunError,
+    Run,
+    load_run,
+    moving_average,
+    run_table_row,
+    seed_mean_std,
+)
+
+__all__ = [
+    "NotARunError",
+    "Run",
+    "compare_runs",
+    "load_run",
+    "moving_average",
+    "write_trial_graphs",
+]
+
+FIGURE_SIZE_IN = (8.0, 5.0)
+DPI = 100
+"""Figures are ``FIGURE_SIZE_IN`` x ``DPI`` = 800 x 500 pixels."""
+TRIAL_GRAPH_FILES = ("returns.png", "returns_smoothed.png")
+"""What ``write_trial_graphs`` writes into a run directory: raw and smoothed curves."""
+
+
+def draw_band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, color: Any) -> None:
+    """Across-seed mean of ``values`` ``[S, U]`` as a line, with a shaded +- std band."""
+    mean, std = seed_mean_std(values)
+    ok = np.isfinite(mean)
+    ax.plot(x[ok], mean[ok], color=color, linewidth=2.0, label=label)
+    ax.fill_between(x[ok], (mean - std)[ok], (mean + std)[ok], color=color, alpha=0.2)
+
+
+def new_figure() -> tuple[Figure, Axes]:
+    fig = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def finish_figure(fig: Figure, ax: Axes, title: str, path: Path) -> None:
+    ax.set_title(title)
+    ax.set_xlabel("frames per seed (environment steps x frame skip)")
+    ax.set_ylabel("episode return")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    # Written aside and renamed, so a viewer refreshing the file never reads half a PNG.
+    tmp = path.with_name(path.name + ".tmp")
+    fig.savefig(tmp, dpi=DPI, format="png")
+    os.replace(tmp, path)
+
+
+def trial_graph(run: Run, values: np.ndarray, subtitle: str, path: Path) -> None:
+    """Per-seed curves of ``values`` ``[S, U]`` plus their across-seed mean +- std."""
+    fig, ax = new_figure()
+    colors = [f"C{(i % 9) + 1}" for i in range(run.num_seeds)]
+    first_seed = int(run.record["config"].get("seed", 0))
+    for seed_index, (curve, color) in enumerate(zip(values, colors, strict=True)):
+        # Join the updates that have a value: a gap means no episode ended, not a zero return.
+        ok = np.isfinite(curve)
+        label = f"seed {first_seed + seed_index}" if run.num_seeds <= 8 else None
+        ax.plot(run.frames[ok], curve[ok], color=color, linewidth=0.8, alpha=0.6, label=label)
+    draw_band(ax, run.frames, values, "mean ± std across seeds", "C0")
+    seeds = f"{run.num_seeds} seed{'s' if run.num_seeds != 1 else ''}"
+    status = "" if run.status == "finished" else f", {run.status}"
+    title = f"{run.algo.upper()} on {run.env}, {seeds}{status}\n{subtitle}"
+    finish_figure(fig, ax, title, path)
+
+
+def write_trial_graphs(run_dir: str | Path, window: int = 100) -> list[Path]:
+    """Writes the run's learning curves as PNGs (800 x 500 px) into its directory.
+
+    ``returns.png``: each seed's per-update mean episode return against frames per seed,
+    with the across-seed mean and a +- std band. ``returns_smoothed.png``: the same after a
+    trailing ``moving_average`` over ``window`` updates of each seed's curve.
+
+    Returns:
+        The paths written, in the order of ``TRIAL_GRAPH_FILES``.
+    """
+    run = load_run(run_dir)
+    raw_path, smooth_path = (run.path / name for name in TRIAL_GRAPH_FILES)
+    trial_graph(run, run.returns, "episode return per update", raw_path)
+    subtitle = f"moving average over {window} updates"
+    trial_graph(run, moving_average(run.returns, window), subtitle, smooth_path)
+    return [raw_path, smooth_path]
+
+
+def compare_runs(
+    run_dirs: Sequence[str | Path], out_path: str | Path, window: int = 100
+) -> list[dict[str, Any]]:
+    """Overlays several runs' smoothed curves (across-seed mean +- std) in one PNG.
+
+    Each run's seeds are smoothed with ``moving_average`` over ``window`` updates before the
+    mean and std across seeds are taken; the x axis is frames per seed.
+
+    Returns:
+        One dict per run, in order: ``run`` (directory name), ``algo``, ``env``, ``seeds``,
+        ``final_mean_return`` and ``final_std_return`` (across seeds of each seed's mean over
+        its last 100 or more episodes; from summary.json when present), ``best_mean_return``
+        (the maximum over updates of the across-seed mean of the smoothed curves),
+        ``frames`` (per seed), ``wall_time_s`` (compile included), ``steps_per_second`` (all
+        seeds' environment steps per second of training), ``status``. Undefined values
+        are None.
+
+    Raises:
+        NotARunError: a directory is not a run (checked for all before anything is drawn).
+    """
+    runs = [load_run(path) for path in run_dirs]
+    fig, ax = new_figure()
+    for index, run in enumerate(runs):
+        label = f"{run.name} ({run.algo} {run.env}, {run.num_seeds} seeds)"
+        if run.status != "finished":
+            label += f", {run.status}"
+        draw_band(ax, run.frames, moving_average(run.returns, window), label, f"C{index % 10}")
+    title = f"Episode return, mean ± std across seeds, moving average over {window} updates"
+    finish_figure(fig, ax, title, Path(out_path))
+    return [run_table_row(run, window) for run in runs]

@@ -1,0 +1,140 @@
+"""experiments/bench_table.py: the matrix, budgets, the BENCHMARKS.md section, a smoke run."""
+
+import dataclasses
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from purerl.config import ConfigError
+from tests.run_fixtures import learning_curves, png_is_a_plot, write_synthetic_run
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "experiments" / "bench_table.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_table", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look their module up in sys.modules while the class is built.
+    sys.modules["bench_table"] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["bench_table"]
+
+
+def test_section_is_appended_once_then_replaced_in_place(bench):
+    text = "# Benchmarks\n\nintro\n"
+    first = bench.replace_section(text, "table one")
+    assert first == (
+        "# Benchmarks\n\nintro\n\n## Benchmark table\n\n"
+        "<!-- bench-table:start -->\ntable one\n<!-- bench-table:end -->\n"
+    )
+    second = bench.replace_section(first + "\n## Later section\n", "table two\n")
+    assert second.count("## Benchmark table") == 1 and "table one" not in second
+    assert "<!-- bench-table:start -->\ntable two\n<!-- bench-table:end -->" in second
+    assert second.startswith("# Benchmarks\n\nintro\n") and second.endswith("## Later section\n")
+
+
+def test_budgets_are_scaled_to_whole_updates(bench):
+    args = bench.BenchTableArgs(seeds=3, budget_scale=0.01)
+    ppo = bench.row_config(bench.MATRIX[0], args, {})
+    # PPO CartPole preset: 5e5 steps in updates of 4 x 128 = 512; 5000 // 512 = 9 updates.
+    assert ppo.total_timesteps == 9 * 512 and ppo.num_seeds == 3
+    dqn = bench.row_config(bench.MATRIX[1], args, {})
+    # DQN CartPole: 5000 steps (10 updates of 500); its 10k warm-up shrinks to half the run.
+    assert dqn.total_timesteps == 5000 and dqn.learning_starts == 2500
+    tiny = bench.row_config(bench.MATRIX[0], bench.BenchTableArgs(budget_scale=1e-9), {})
+    assert tiny.total_timesteps == 512  # never less than one update
+    override = bench.row_config(bench.MATRIX[0], bench.BenchTableArgs(), {"ppo-CartPole-v1": 2048})
+    assert override.total_timesteps == 2048
+
+
+def test_reuse_takes_only_a_finished_run_of_the_same_configuration(bench, tmp_path):
+    cfg = bench.row_config(bench.MATRIX[0], bench.BenchTableArgs(budget_scale=0.01), {})
+    run_dir = write_synthetic_run(tmp_path / "run", learning_curves(2, 9), finished=False)
+    record = {"algo": "ppo", "config": json.loads(json.dumps(dataclasses.asdict(cfg)))}
+    (run_dir / "config.json").write_text(json.dumps(record))
+    assert bench.finished_summary(tmp_path / "missing", cfg) is None
+    assert bench.finished_summary(run_dir, cfg) is None  # in progress
+    (run_dir / "summary.json").write_text(json.dumps({"num_updates": 9, "num_seeds": 2}))
+    assert bench.finished_summary(run_dir, cfg) == {"num_updates": 9, "num_seeds": 2}
+    with pytest.raises(ConfigError, match="holds a run of another configuration"):
+        bench.finished_summary(run_dir, dataclasses.replace(cfg, lr=1.0))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--rows", "ppo-Nope-v0"], "unknown row(s) ['ppo-Nope-v0']"),
+        (["--budgets", "ppo-CartPole-v1=lots"], "--budgets takes ROW=STEPS"),
+        (["--seeds", "0"], "--seeds and --budget-scale must be positive"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(bench, capsys, argv, message, tmp_path):
+    assert bench.main([*argv, "--out-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0]
+    assert not (tmp_path / "runs").exists()
+
+
+def run_bench_table(*args):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_runs_plots_table_and_section(tmp_path):
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    benchmarks.write_text("# Benchmarks\n\nkept\n")
+    matrix = ("--rows", "ppo-CartPole-v1", "ppo-Breakout-v5", "--seeds", "1")
+    matrix += ("--budget-scale", "0.003", "--out-dir", tmp_path / "runs")
+    proc = run_bench_table(*matrix, "--write-benchmarks", "--benchmarks", benchmarks)
+    assert proc.returncode == 0, proc.stderr
+    table = [line for line in proc.stdout.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| algo | env | protocol / notes | frames per seed | seeds |")
+    # 0.003 x 5e5 = 1500 steps: 2 whole updates of 512.
+    assert table[2].startswith("| PPO | CartPole-v1 | ") and "| 1,024 | 1 |" in table[2]
+    assert "[png](docs/bench/ppo-CartPole-v1.png)" in table[2]
+    assert table[3].startswith("| PPO | Breakout-v5 | ") and "measured on GPU only" in table[3]
+    run_dir = tmp_path / "runs" / "ppo-CartPole-v1"
+    assert (run_dir / "summary.json").exists()
+    png_is_a_plot(run_dir / "returns.png")
+    png_is_a_plot(tmp_path / "docs" / "bench" / "ppo-CartPole-v1.png")
+    text = benchmarks.read_text()
+    assert text.startswith("# Benchmarks\n\nkept\n\n## Benchmark table\n")
+    assert table[2] in text and text.rstrip().endswith("<!-- bench-table:end -->")
+    # Again, reading the finished run back instead of training, with the other output flags.
+    other = tmp_path / "other.md"
+    reused = run_bench_table(
+        *matrix,
+        *("--reuse", "--window", "1", "--note", "A note.", "--write-benchmarks"),
+        *("--benchmarks", other, "--plots-dir", tmp_path / "pngs"),
+    )
+    assert reused.returncode == 0, reused.stderr
+    assert table[2].split("; plot smoothed")[0] in reused.stdout
+    assert "plot smoothed over 1 update |" in reused.stdout
+    assert "[png](pngs/ppo-CartPole-v1.png)" in reused.stdout
+    png_is_a_plot(tmp_path / "pngs" / "ppo-CartPole-v1.png")
+    assert "\nA note.\n" in other.read_text() and "--reuse" in other.read_text()
+
+
+def test_help_lists_the_flags(bench, capsys):
+    with pytest.raises(SystemExit) as info:
+        bench.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ["--rows", "--seeds", "--budget-scale", "--budgets", "--window", "--out-dir"]:
+        assert flag in out
+    for flag in ["--write-benchmarks", "--benchmarks", "--plots-dir", "--note", "--reuse"]:
+        assert flag in out

@@ -1,0 +1,78 @@
+"""Trial graphs and run comparisons: valid, non-blank PNGs of the documented size."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from purerl.plots import TRIAL_GRAPH_FILES, NotARunError, compare_runs, write_trial_graphs
+from tests.run_fixtures import learning_curves, png_is_a_plot, train_tiny_run, write_synthetic_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "ppo-tiny"
+    train_tiny_run(run_dir)
+    return run_dir
+
+
+def test_trial_graphs_of_a_real_run(tiny_run):
+    paths = write_trial_graphs(tiny_run, window=3)
+    assert [p.name for p in paths] == list(TRIAL_GRAPH_FILES)
+    assert all(p.parent == tiny_run for p in paths)
+    for path in paths:
+        png_is_a_plot(path)
+    assert not list(tiny_run.glob("*.tmp"))  # written aside, then renamed
+
+
+def test_trial_graphs_of_a_run_in_progress_with_gaps(tmp_path):
+    run_dir = write_synthetic_run(tmp_path / "run", learning_curves(3, 60), finished=False)
+    with open(run_dir / "metrics.jsonl", "a") as f:
+        f.write('{"update": 61, "env_st')
+    for path in write_trial_graphs(run_dir):  # default window 100 > 60 updates
+        png_is_a_plot(path)
+
+
+def test_compare_runs_overlays_runs_and_returns_rows(tiny_run, tmp_path):
+    other = write_synthetic_run(tmp_path / "synthetic", learning_curves(2, 40), finished=False)
+    out = tmp_path / "compare.png"
+    rows = compare_runs([tiny_run, other], out, window=5)
+    png_is_a_plot(out)
+    assert [r["run"] for r in rows] == ["ppo-tiny", "synthetic"]
+    assert [r["status"] for r in rows] == ["finished", "in progress"]
+    assert rows[0]["seeds"] == 2 and rows[0]["frames"] == 384 and rows[1]["frames"] == 4000
+    assert rows[0]["final_mean_return"] > 0 and rows[1]["best_mean_return"] > 100
+
+
+def test_compare_checks_every_directory_before_drawing(tiny_run, tmp_path):
+    out = tmp_path / "compare.png"
+    with pytest.raises(NotARunError, match="no config.json"):
+        compare_runs([tiny_run, tmp_path], out)
+    assert not out.exists()
+
+
+def test_a_run_without_any_finished_episode_still_plots(tmp_path):
+    run_dir = write_synthetic_run(tmp_path / "run", np.full((2, 8), np.nan), finished=False)
+    paths = write_trial_graphs(run_dir)
+    assert all(p.exists() for p in paths)
+
+
+def test_drawing_selects_no_backend_and_leaves_no_pyplot_figures(tmp_path):
+    # In a fresh interpreter: purerl.plots draws on its own Agg canvases, so a user's
+    # backend choice and pyplot's figure list are left as they were.
+    code = (
+        "import pathlib, numpy as np, matplotlib\n"
+        "from purerl.plots import write_trial_graphs\n"
+        "from tests.run_fixtures import write_synthetic_run\n"
+        f"write_trial_graphs(write_synthetic_run(pathlib.Path({str(tmp_path / 'r')!r}),"
+        " np.ones((1, 3))))\n"
+        "assert matplotlib.rcParams._get_backend_or_none() is None\n"
+        "import matplotlib.pyplot as plt\n"
+        "assert plt.get_fignums() == []\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

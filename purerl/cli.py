@@ -7,6 +7,7 @@ run directory or checkpoint, 130 / 143 stopped by SIGINT / SIGTERM after saving 
 from __future__ import annotations
 
 import dataclasses
+import json
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -14,13 +15,16 @@ from pathlib import Path
 from typing import Annotated, Any, Generic, TypeVar
 
 import jax
+import numpy as np
 import tyro
 
 from purerl import checkpoint, envs
 from purerl.algos import Algo
 from purerl.config import CommonConfig, ConfigError
 from purerl.envs.base import Environment
+from purerl.extras import import_extra
 from purerl.logging import JsonlSink, ProgressSink
+from purerl.plots import write_trial_graphs
 from purerl.rundir import (
     config_record,
     create_run_dir,
@@ -30,6 +34,7 @@ from purerl.rundir import (
     write_json,
 )
 from purerl.runtime import configure_jax, quiet_libraries
+from purerl.tensorboard import TENSORBOARD_EXTRA, TensorBoardSink
 from purerl.train import NonFiniteLossError, RunOptions, TrainResult, init_agents, train
 
 C = TypeVar("C", bound=CommonConfig)
@@ -91,10 +96,17 @@ def base_config(command: Command, argv: Sequence[str]) -> Any:
     return command.presets.get(env_id) or dataclasses.replace(command.config_cls(), env=env_id)
 
 
+def preset_names(presets: dict[str, Any]) -> str:
+    """Preset names for ``--help``, with the per-game Atari presets folded into one entry."""
+    atari = [name for name in presets if name.endswith("-v5")]
+    others = sorted(name for name in presets if not name.endswith("-v5"))
+    return ", ".join(others + ([f"<Game>-v5 (all {len(atari)} Atari games)"] if atari else []))
+
+
 def parse(command: Command, argv: Sequence[str]) -> Experiment:
     """Parses ``argv`` over the base configuration it selects."""
     base = base_config(command, argv)
-    description = f"{command.description}\nPresets: {', '.join(sorted(command.presets))}."
+    description = f"{command.description}\nPresets: {preset_names(command.presets)}."
     exp = tyro.cli(
         Experiment[command.config_cls],
         default=Experiment(base),
@@ -115,8 +127,30 @@ def parse(command: Command, argv: Sequence[str]) -> Experiment:
     return exp
 
 
-def make_env(cfg: CommonConfig) -> Environment:
-    return envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
+def make_env(cfg: CommonConfig, num_envs: int | None = None) -> Environment:
+    """The environment of ``cfg`` (``num_envs`` per agent, default ``cfg.num_envs``).
+
+    Raises:
+        ConfigError: an ``--env-options`` entry the environment does not take.
+    """
+    options = cfg.env_kwargs
+    try:
+        return envs.make(
+            cfg.env,
+            cfg.num_envs if num_envs is None else num_envs,
+            normalize_obs=cfg.normalize_obs,
+            seed=cfg.seed,
+            num_seeds=cfg.num_seeds,
+            **options,
+        )
+    except TypeError as err:
+        if not options:
+            raise
+        raise ConfigError(f"--env-options {' '.join(cfg.env_options)}: {err}") from err
+    except ValueError as err:
+        if not options or isinstance(err, envs.UnknownEnvError):
+            raise
+        raise ConfigError(f"--env-options {' '.join(cfg.env_options)}: {err}") from err
 
 
 def transient_fields(algo: Algo, env: Environment, options: RunOptions) -> tuple[str, ...]:
@@ -171,12 +205,23 @@ def run_experiment(
     env = make_env(cfg)
     algo = build(cfg, env)
     identity = {"algo": algo_name, "config": checkpoint.config_dict(cfg)}
+    # Optional packages are checked before anything is written.
+    if options.tensorboard:
+        import_extra("tensorboardX", TENSORBOARD_EXTRA, "--tensorboard")
+    if options.wandb_project:
+        import_extra("wandb", "wandb", "--wandb-project")
     start = None
     if exp.resume is not None:
         run_dir = Path(exp.resume)
         step = checkpoint.resolve_step(run_dir, "latest")
         fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
         start = checkpoint.restore(run_dir, step, fresh, identity)
+        if start.updates_done >= cfg.num_updates:
+            print(f"{run_dir} is already complete ({start.updates_done} updates); nothing to do")
+            path = run_dir / "summary.json"
+            summary = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+            final = np.asarray(summary.get("per_seed_final_return", []), dtype=float)
+            return TrainResult(start.agents, summary, final)
         truncate_metrics(run_dir / "metrics.jsonl", start.updates_done)
         verb = f"resuming at update {start.updates_done}"
     else:
@@ -186,7 +231,7 @@ def run_experiment(
         write_json(run_dir / "config.json", config_record(algo_name, cfg, options))
         verb = f"{cfg.total_timesteps:,} steps ({cfg.num_updates} updates)"
     frame_skip = env.spec.frame_skip
-    sinks: list = [JsonlSink(run_dir / "metrics.jsonl", cfg.env_steps_per_update, frame_skip)]
+    sinks = make_sinks(algo_name, cfg, options, run_dir, frame_skip, start)
     progress = None
     if options.progress:
         progress = ProgressSink(
@@ -228,7 +273,9 @@ def run_experiment(
     if result.interrupted:
         summary["interrupted"] = True
     write_json(run_dir / "summary.json", summary)
+    graphs = write_trial_graphs(run_dir, options.plot_window)
     print(final_line(summary, run_dir), flush=True)
+    print("learning curves: " + ", ".join(str(path) for path in graphs), flush=True)
     if result.interrupted:
         how = f"python {script} --resume {run_dir}" if script else f"--resume {run_dir}"
         saved = (
@@ -240,6 +287,30 @@ def run_experiment(
             flush=True,
         )
     return result
+
+
+def make_sinks(
+    algo_name: str,
+    cfg: Any,
+    options: RunOptions,
+    run_dir: Path,
+    frame_skip: int,
+    start: checkpoint.Snapshot | None,
+) -> list:
+    """The metrics file, and TensorBoard and W&B when asked for (the progress bar comes later)."""
+    steps = cfg.env_steps_per_update
+    sinks: list = [JsonlSink(run_dir / "metrics.jsonl", steps, frame_skip)]
+    if options.tensorboard:
+        first = 0 if start is None else start.updates_done
+        sinks.append(TensorBoardSink(run_dir / "tensorboard", steps, frame_skip, first))
+    if options.wandb_project:
+        from purerl.wandb_sink import WandbSink
+
+        record = config_record(algo_name, cfg, options)
+        sinks.append(
+            WandbSink(options.wandb_project, run_dir.name, record, steps, frame_skip, str(run_dir))
+        )
+    return sinks
 
 
 def final_line(summary: dict[str, Any], run_dir: Path) -> str:
@@ -262,7 +333,8 @@ def main(command: Command, argv: Sequence[str] | None = None, script: str | None
         with StopOnSignal() as stop:
             exp = parse(command, argv)
             result = run_experiment(command.algo_name, exp, command.build, stop, script)
-    except (ConfigError, envs.UnknownEnvError, checkpoint.CheckpointError) as err:
+    except (ConfigError, envs.UnknownEnvError, checkpoint.CheckpointError, ImportError) as err:
+        # ImportError: an optional backend that is not installed; its message names the extra.
         print(f"error: {err}", file=sys.stderr)
         return 2
     except NonFiniteLossError as err:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from typing import Any
 
 
 class ConfigError(Exception):
@@ -25,11 +27,43 @@ class CommonConfig:
     """Independent agents trained at once (vmapped)."""
     normalize_obs: bool = False
     """Standardise observations with running statistics."""
+    env_options: tuple[str, ...] = ()
+    """Environment options as key=value: Atari protocol fields (sticky_actions=0,
+    episodic_life=False, reward_clip=False, noop_max, frame_skip, max_episode_steps), gymnax
+    EnvParams fields (e.g. max_steps_in_episode=200), Snake options (obs_mode=features)."""
+    precision: str = "fp32"
+    """Network compute precision: fp32, or bf16 (bfloat16 activations and matmuls; parameters,
+    optimizer and losses stay float32)."""
 
     def __post_init__(self):
         require_positive(self, "num_envs", "total_timesteps", "num_seeds")
         if self.seed < 0:
             raise ConfigError(f"--seed must be non-negative, got {self.seed}")
+        if self.precision not in ("fp32", "bf16"):
+            raise ConfigError(f"--precision must be fp32 or bf16, got {self.precision!r}")
+        parse_env_options(self.env_options)
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """``env_options`` as keyword arguments of ``purerl.envs.make``."""
+        return parse_env_options(self.env_options)
+
+
+def parse_env_options(options: tuple[str, ...]) -> dict[str, Any]:
+    """``("a=1", "b=False", "c=grid")`` to ``{"a": 1, "b": False, "c": "grid"}``.
+
+    Values are Python literals where they parse as one, strings otherwise.
+    """
+    parsed = {}
+    for option in options:
+        key, sep, text = option.partition("=")
+        if not sep or not key.isidentifier():
+            raise ConfigError(f"--env-options takes key=value pairs, got {option!r}")
+        try:
+            parsed[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            parsed[key] = text
+    return parsed
 
 
 def require_positive(cfg: object, *names: str) -> None:

@@ -7,6 +7,7 @@ Observation-normalisation statistics are taken from the trained agent.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -15,8 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import checkpoint, envs
+from purerl import checkpoint
 from purerl.algos import Algo
+from purerl.cli import make_env
 from purerl.config import ConfigError
 from purerl.envs.render import render_frame
 from purerl.envs.wrappers import NormalizeObsState
@@ -54,8 +56,7 @@ def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
     module, cls_name, make_name = ALGORITHMS[record_algo]
     module = importlib.import_module(module)
     cfg = load_config(run_dir, record_algo, getattr(module, cls_name))
-    env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
-    algo = getattr(module, make_name)(cfg, env)
+    algo = getattr(module, make_name)(cfg, make_env(cfg))
     step = checkpoint.resolve_step(run_dir, which)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
     identity = {"algo": record_algo, "config": checkpoint.config_dict(cfg)}
@@ -126,7 +127,7 @@ def evaluate(
     run: LoadedRun, num_episodes: int, seed: int, greedy: bool, max_steps: int
 ) -> Episodes:
     """``num_episodes`` episodes for every seed of ``run``; leaves ``[S, K]``."""
-    env = envs.make(run.cfg.env, num_episodes, normalize_obs=run.cfg.normalize_obs)
+    env = make_env(run.cfg, num_episodes)
     num_seeds = run.agents.seed.shape[0]
     keys = jax.random.split(jax.random.key(seed), num_seeds)
 
@@ -148,7 +149,8 @@ def record_episode(
     run: LoadedRun, seed_index: int, seed: int, greedy: bool, max_steps: int
 ) -> Recording:
     """Plays and draws one episode of trained seed ``seed_index``."""
-    env = envs.make(run.cfg.env, 1, normalize_obs=run.cfg.normalize_obs)
+    one_seed = dataclasses.replace(run.cfg, num_seeds=1, seed=run.cfg.seed + seed_index)
+    env = make_env(one_seed, 1)
     params = env.default_params
     agent = jax.tree.map(lambda x: x[seed_index], run.agents)
     reset_key, loop_key = jax.random.split(jax.random.key(seed))

@@ -2,27 +2,51 @@
 
 Every network takes observations with exactly one leading batch axis, ``[N, *obs_shape]``.
 A torso maps them to features ``[N, F]``; heads map features to a distribution or a value.
+The torso follows the observations: stacked uint8 frames ``[C, H, W]`` (Atari) get the Nature
+CNN, everything else an MLP. ``dtype`` is the compute precision; parameters and everything a
+head returns stay float32, so losses are computed in float32 either way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from purerl.distributions import Categorical, DiagGaussian, Distribution
-from purerl.envs.base import ActionSpace, Box, Discrete
+from purerl.envs.base import ActionSpace, Box, Discrete, EnvSpec
 from purerl.types import Array
 
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "swish": nn.swish}
+PRECISIONS = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
+"""``--precision`` choices: the dtype networks compute in."""
+
+
+def orthogonal(scale: float) -> nn.initializers.Initializer:
+    """Flax's orthogonal initializer, run one matrix at a time when vmapped over seeds.
+
+    Vmapped, the QR factorisation behind it becomes one batched LAPACK call that waits for
+    helper tasks on XLA's CPU thread pool; two such calls running at once can hold every
+    thread of a small pool and deadlock (seen with 2 seeds of the Nature CNN on 2 cores).
+    ``sequential_vmap`` turns the batch into a loop of single QRs, which never wait on the
+    pool; the values are the same as initialising each seed alone.
+    """
+    base = nn.initializers.orthogonal(scale)
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.custom_batching.sequential_vmap(lambda k: base(k, shape, dtype))(key)
+
+    return init
 
 
 def hidden_init() -> nn.initializers.Initializer:
     # Orthogonal init with gain sqrt(2), as in the PPO implementation study of Andrychowicz et
     # al. (2021) and Huang et al. (2022, "37 implementation details").
-    return nn.initializers.orthogonal(np.sqrt(2))
+    return orthogonal(np.sqrt(2))
 
 
 class MLP(nn.Module):
@@ -30,14 +54,39 @@ class MLP(nn.Module):
 
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, obs: Array) -> Array:
-        x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+        x = obs.reshape(obs.shape[0], -1).astype(self.dtype)
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
-            x = act(nn.Dense(size, kernel_init=hidden_init(), bias_init=nn.initializers.zeros)(x))
+            dense = nn.Dense(size, kernel_init=hidden_init(), dtype=self.dtype)
+            x = act(dense(x))
         return x
+
+
+class NatureCNN(nn.Module):
+    """The convolutional torso of Mnih et al. (2015, Methods): 32 8x8/4, 64 4x4/2, 64 3x3/1
+    convolutions and a 512-unit layer, all ReLU.
+
+    Takes uint8 frames ``[N, C, H, W]`` (EnvPool's channel-first stacks) and scales them to
+    [0, 1] here, so rollouts and replay buffers keep the 4x smaller uint8.
+    """
+
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, obs: Array) -> Array:
+        x = jnp.transpose(obs, (0, 2, 3, 1)).astype(self.dtype) / 255.0
+        for features, size, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
+            conv = nn.Conv(
+                features, (size, size), (stride, stride), "VALID", kernel_init=hidden_init(),
+                dtype=self.dtype,
+            )  # fmt: skip
+            x = nn.relu(conv(x))
+        x = x.reshape(x.shape[0], -1)
+        return nn.relu(nn.Dense(512, kernel_init=hidden_init(), dtype=self.dtype)(x))
 
 
 class PolicyHead(nn.Module):
@@ -52,20 +101,22 @@ class PolicyHead(nn.Module):
     @nn.compact
     def __call__(self, features: Array) -> Distribution:
         # A small final-layer gain starts the policy near uniform (Andrychowicz et al. 2021).
-        init = nn.initializers.orthogonal(0.01)
+        init = orthogonal(0.01)
+        dtype = features.dtype
         if isinstance(self.action_space, Discrete):
-            logits = nn.Dense(self.action_space.num_actions, kernel_init=init)(features)
-            return Categorical(logits)
+            logits = nn.Dense(self.action_space.num_actions, kernel_init=init, dtype=dtype)
+            return Categorical(logits(features).astype(jnp.float32))
         action_dim = int(np.prod(self.action_space.shape))
-        mean = nn.Dense(action_dim, kernel_init=init)(features)
+        mean = nn.Dense(action_dim, kernel_init=init, dtype=dtype)(features)
         log_std = self.param("log_std", nn.initializers.zeros, (action_dim,))
-        return DiagGaussian(mean, log_std)
+        return DiagGaussian(mean.astype(jnp.float32), log_std)
 
 
 class ValueHead(nn.Module):
     @nn.compact
     def __call__(self, features: Array) -> Array:
-        return nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(features)[..., 0]
+        dense = nn.Dense(1, kernel_init=orthogonal(1.0), dtype=features.dtype)
+        return dense(features)[..., 0].astype(jnp.float32)
 
 
 class ActorCritic(nn.Module):
@@ -98,34 +149,48 @@ class ActorCritic(nn.Module):
         return self.value_head(torso(obs))
 
 
-def make_actor_critic(
-    action_space: ActionSpace, hidden_sizes: Sequence[int], activation: str
-) -> ActorCritic:
-    """Separate MLP torsos for actor and critic."""
-    if not isinstance(action_space, Discrete | Box):
-        raise TypeError(f"unsupported action space {action_space}")
-    return ActorCritic(
-        action_space,
-        actor_torso=MLP(tuple(hidden_sizes), activation),
-        critic_torso=MLP(tuple(hidden_sizes), activation),
-    )
-
-
 class QNetwork(nn.Module):
-    """Action values ``[N, num_actions]`` from a torso's features."""
+    """Action values ``[N, num_actions]`` (float32) from a torso's features."""
 
     num_actions: int
     torso: nn.Module
 
     @nn.compact
     def __call__(self, obs: Array) -> Array:
-        return nn.Dense(self.num_actions)(self.torso(obs))
+        features = self.torso(obs)
+        q_values = nn.Dense(self.num_actions, dtype=features.dtype)(features)
+        return q_values.astype(jnp.float32)
+
+
+def is_pixels(spec: EnvSpec) -> bool:
+    """Stacked uint8 frames ``[C, H, W]``, the Nature CNN's input."""
+    return spec.obs_dtype == "uint8" and len(spec.obs_shape) == 3 and spec.obs_shape[1] >= 36
+
+
+def make_torso(spec: EnvSpec, hidden_sizes: Sequence[int], activation: str, precision: str):
+    """The Nature CNN for pixels, else an MLP of ``hidden_sizes``."""
+    dtype = PRECISIONS[precision]
+    if is_pixels(spec):
+        return NatureCNN(dtype)
+    return MLP(tuple(hidden_sizes), activation, dtype)
+
+
+def make_actor_critic(
+    spec: EnvSpec, hidden_sizes: Sequence[int], activation: str, precision: str = "fp32"
+) -> ActorCritic:
+    """Separate MLP torsos for actor and critic, or one shared CNN torso for pixels."""
+    if not isinstance(spec.action_space, Discrete | Box):
+        raise TypeError(f"unsupported action space {spec.action_space}")
+    actor = make_torso(spec, hidden_sizes, activation, precision)
+    critic = None if is_pixels(spec) else make_torso(spec, hidden_sizes, activation, precision)
+    return ActorCritic(spec.action_space, actor_torso=actor, critic_torso=critic)
 
 
 def make_q_network(
-    action_space: ActionSpace, hidden_sizes: Sequence[int], activation: str
+    spec: EnvSpec, hidden_sizes: Sequence[int], activation: str, precision: str = "fp32"
 ) -> QNetwork:
-    """An MLP Q-network; value-based methods need a discrete action space."""
-    if not isinstance(action_space, Discrete):
-        raise TypeError(f"a Q-network needs discrete actions, got {action_space}")
-    return QNetwork(action_space.num_actions, MLP(tuple(hidden_sizes), activation))
+    """A Q-network; value-based methods need a discrete action space."""
+    if not isinstance(spec.action_space, Discrete):
+        raise TypeError(f"a Q-network needs discrete actions, got {spec.action_space}")
+    torso = make_torso(spec, hidden_sizes, activation, precision)
+    return QNetwork(spec.action_space.num_actions, torso)

@@ -49,6 +49,13 @@ class RunOptions:
     """How many of the latest checkpoints to keep."""
     keep_best: int = 1
     """How many of the best checkpoints (by mean recent return over seeds) to keep as well."""
+    tensorboard: bool = False
+    """Also write TensorBoard event files to <run-dir>/tensorboard (pip install
+    'purerl[tensorboard]')."""
+    wandb_project: str | None = None
+    """Also log to this Weights & Biases project (needs wandb installed)."""
+    plot_window: int = 100
+    """Moving-average window (updates) of the smoothed learning curve written at the end."""
     checkpoint_buffer: bool = True
     """Include DQN's replay buffer in checkpoints (exact resume; off saves space, and a resumed
     run then refills an empty buffer)."""

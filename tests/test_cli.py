@@ -79,6 +79,9 @@ def test_default_run_dir_goes_under_runs(tmp_path):
         (["--env", "CartPol-v1"], "unknown environment id 'CartPol-v1'; did you mean CartPole-v1"),
         (["--total-timesteps", "10"], "is less than one update"),
         (["--gamma", "1.5"], "--gamma must lie in [0, 1]"),
+        (["--env-options", "nonsense"], "--env-options takes key=value pairs"),
+        (["--env-options", "foo=1"], "CartPole-v1 has no parameter foo"),
+        (["--precision", "fp16"], "--precision must be fp32 or bf16"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(tmp_path, args, message):
@@ -175,3 +178,20 @@ def test_dqn_help_lists_its_flags():
     assert proc.returncode == 0
     for flag in ["--buffer-size", "--learning-starts", "--double-q", "--tau", "--eps-end"]:
         assert flag in proc.stdout
+
+
+@pytest.mark.slow
+def test_tiny_run_writes_learning_curves_and_tensorboard(tmp_path):
+    from PIL import Image
+
+    from purerl.tensorboard import read_scalars
+
+    run_dir = tmp_path / "run"
+    proc = run_script("ppo.py", *TINY, "--run-dir", str(run_dir), "--tensorboard")
+    assert proc.returncode == 0, proc.stderr
+    for name in ["returns.png", "returns_smoothed.png"]:
+        image = Image.open(run_dir / name)
+        assert image.size == (800, 500)
+    scalars = read_scalars(run_dir / "tensorboard")
+    assert [step for step, _ in scalars["loss/total"]] == [64, 128]
+    assert "loss/total/seed_0" in scalars

@@ -228,7 +228,7 @@ def make_dqn(
         raise ConfigError(f"DQN needs a vectorised environment; make {env.spec.id} with num_envs")
     if not env.spec.discrete:
         raise ConfigError(f"DQN needs discrete actions; {env.spec.id} has continuous ones")
-    network = make_q_network(env.spec.action_space, cfg.hidden_sizes, cfg.activation)
+    network = make_q_network(env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision)
     env_params = env.default_params if env_params is None else env_params
     # Reading next observations from the following slot halves the memory of pixel buffers; it
     # is exact where the environment resets on the step after an episode ends.

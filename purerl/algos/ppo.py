@@ -241,7 +241,7 @@ def make_ppo(
             f"--num-minibatches {cfg.num_minibatches} does not divide the per-device batch of "
             f"{num_envs * cfg.rollout_len}"
         )
-    network = make_actor_critic(env.spec.action_space, cfg.hidden_sizes, cfg.activation)
+    network = make_actor_critic(env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision)
     env_params = env.default_params if env_params is None else env_params
     anneal = (cfg.num_updates, cfg.num_epochs * cfg.num_minibatches) if cfg.anneal_lr else None
 

@@ -47,13 +47,16 @@ class EnvEntry:
     """How to build one id.
 
     ``factory(env_id, num_envs, **options)`` returns either a single auto-resetting pure
-    environment (``batched=False``; ``make`` vectorises it) or an already batched one.
+    environment (``batched=False``; ``make`` vectorises it) or an already batched one, which
+    also receives ``seed`` and ``num_seeds`` (impure backends are seeded when built).
     ``needs_reset_wrapper`` marks single environments whose ``step`` does not reset.
     """
 
     factory: Callable[..., Environment]
     batched: bool = False
     needs_reset_wrapper: bool = False
+    reports_episodes: bool = False
+    """The adapter fills ``Step.episode`` itself (EnvPool: raw score over whole games)."""
 
 
 _REGISTRY: dict[str, EnvEntry] = {}
@@ -115,9 +118,29 @@ def _register_snake() -> None:
         register(env_id, EnvEntry(_snake_factory))
 
 
+def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.envpool import make_envpool
+
+    if num_envs is None:
+        raise ValueError(f"{env_id} is an EnvPool batch; give num_envs")
+    return make_envpool(env_id, num_envs, **options)
+
+
+def _register_envpool() -> None:
+    from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
+
+    entry = EnvEntry(_envpool_factory, batched=True, reports_episodes=True)
+    for game in ATARI_GAMES:
+        register(f"{game}-v5", entry)
+        register(f"{PREFIX}{game}-v5", entry)
+    for env_id in CLASSIC_IDS:
+        register(PREFIX + env_id, entry)
+
+
 _register_gymnax()
 _register_probes()
 _register_snake()
+_register_envpool()
 
 
 def lookup(env_id: str) -> EnvEntry:
@@ -142,6 +165,8 @@ def make(
     *,
     normalize_obs: bool = False,
     clip_actions: bool = True,
+    seed: int = 0,
+    num_seeds: int = 1,
     **options: Any,
 ) -> Environment:
     """Builds environment ``env_id``, vectorised over ``num_envs`` copies.
@@ -151,7 +176,12 @@ def make(
         num_envs: parallel environments per ``step``; None for one unbatched environment.
         normalize_obs: standardise observations with running statistics (needs ``num_envs``).
         clip_actions: clip continuous actions into the action space before stepping.
-        **options: backend options (for gymnax: fields of the environment's ``EnvParams``).
+        seed: seed of impure backends, fixed when they are built (EnvPool); pure environments
+            take their randomness from the keys given to ``reset`` and ``step`` instead.
+        num_seeds: agents an impure backend serves at once (one EnvPool of
+            ``num_seeds * num_envs``, stepped under ``vmap`` over seeds); pure ones ignore it.
+        **options: backend options (for gymnax: fields of the environment's ``EnvParams``; for
+            Atari: fields of ``purerl.envs.envpool.AtariProtocol``).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.
@@ -159,14 +189,18 @@ def make(
     entry = lookup(env_id)
     if num_envs is not None and num_envs < 1:
         raise ValueError(f"num_envs must be positive, got {num_envs}")
-    env = entry.factory(env_id, num_envs, **options)
+    if entry.batched:
+        env = entry.factory(env_id, num_envs, seed=seed, num_seeds=num_seeds, **options)
+    else:
+        env = entry.factory(env_id, num_envs, **options)
     if entry.needs_reset_wrapper:
         env = AutoReset(env)
     if clip_actions and isinstance(env.spec.action_space, Box):
         env = ClipAction(env)
     if num_envs is not None and not entry.batched:
         env = Vectorize(env, num_envs)
-    env = RecordEpisodeStats(env)
+    if not entry.reports_episodes:
+        env = RecordEpisodeStats(env)
     if normalize_obs:
         if num_envs is None:
             raise ValueError("normalize_obs needs num_envs: statistics are taken over a batch")

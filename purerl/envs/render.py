@@ -1,7 +1,8 @@
 """RGB frames of single environment states, for evaluation videos (host-side NumPy).
 
-``render_frame(env, state, params)`` walks down the wrapper stack to the adapter: an adapter
-with its own ``render`` (Snake) draws itself; gymnax classic-control and MinAtar states are
+``render_frame(env, state, params)`` walks down the wrapper stack to the adapter: Atari shows
+the newest frame of its observation (what the agent sees, 84x84 grayscale); an adapter with its
+own ``render`` (Snake) draws itself; gymnax classic-control and MinAtar states are
 drawn here with a few NumPy primitives (gymnax's own visualiser needs pygame and builds a
 Gymnasium environment per frame); anything else gets a bar chart of its observation.
 """
@@ -116,6 +117,12 @@ def draw_channels(obs: np.ndarray, scale: int = 20) -> np.ndarray:
     return image.repeat(scale, axis=0).repeat(scale, axis=1)
 
 
+def draw_frame_stack(obs: np.ndarray, scale: int = 2) -> np.ndarray:
+    """The newest frame of a channel-first grayscale stack ``[C, H, W]``, as RGB."""
+    frame = np.asarray(obs, np.uint8)[-1]
+    return np.repeat(frame[..., None], 3, axis=-1).repeat(scale, axis=0).repeat(scale, axis=1)
+
+
 def draw_bars(obs: np.ndarray) -> np.ndarray:
     """Any observation as bars of its (flattened, squashed) values around a middle line."""
     image = _canvas()
@@ -160,6 +167,8 @@ def render_frame(env: Any, state: Any, params: Any, obs: Any = None, index: int 
         obs: the observation of that environment, used where no drawing of the state exists.
     """
     base, inner = adapter_state(env, state, index)
+    if getattr(base, "atari", False) and obs is not None:
+        return draw_frame_stack(jax.device_get(obs))
     if hasattr(base, "render"):
         return np.asarray(base.render(inner))
     env_id = base.spec.id

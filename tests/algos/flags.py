@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from purerl import envs
+from purerl.cli import make_env
 
 
 def two_updates(make_algo, hparams_cls, cfg, algo=None, update=None):
@@ -13,8 +13,7 @@ def two_updates(make_algo, hparams_cls, cfg, algo=None, update=None):
     compiled ``update`` for them saves a compile per case.
     """
     if algo is None:
-        env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
-        algo = make_algo(cfg, env)
+        algo = make_algo(cfg, make_env(cfg))
         update = jax.jit(algo.update)
     state = algo.init(jax.random.key(cfg.seed))._replace(hparams=hparams_cls.from_config(cfg))
     for i in range(2):

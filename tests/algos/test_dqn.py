@@ -218,7 +218,7 @@ def trained_q(env_id):
     env = envs.make(env_id, cfg.num_envs)
     result = train(make_dqn(cfg, env), cfg, RunOptions(progress=False))
     params = jax.tree.map(lambda x: x[0], result.agents.state.params)
-    net = make_q_network(env.spec.action_space, cfg.hidden_sizes, cfg.activation)
+    net = make_q_network(env.spec, cfg.hidden_sizes, cfg.activation)
     return lambda obs: np.asarray(net.apply(params, jnp.array(obs, jnp.float32)[:, None]))
 
 

@@ -38,6 +38,8 @@ CHANGES = {
     "total_timesteps": 4 * 8 * 40,  # stretches the epsilon decay
     "seed": 3,
     "normalize_obs": True,
+    "precision": "bf16",
+    "env_options": ("gravity=20.0",),
     "rollout_len": 16,
     "train_frequency": 2,
     "buffer_size": 32,  # two updates write 64 transitions: the oldest are dropped

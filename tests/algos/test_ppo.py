@@ -170,7 +170,7 @@ def trained_probe(env_id):
     params = jax.tree.map(lambda x: x[0], result.agents.state.params)
     from purerl.nets import make_actor_critic
 
-    net = make_actor_critic(env.spec.action_space, cfg.hidden_sizes, cfg.activation)
+    net = make_actor_critic(env.spec, cfg.hidden_sizes, cfg.activation)
     return net, params
 
 

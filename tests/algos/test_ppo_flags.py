@@ -37,6 +37,8 @@ CHANGES = {
     "total_timesteps": 4 * 16 * 40,  # changes the annealing schedule
     "seed": 3,
     "normalize_obs": True,
+    "precision": "bf16",
+    "env_options": ("gravity=20.0",),
     "rollout_len": 32,
     "num_epochs": 3,
     "num_minibatches": 4,

@@ -1,0 +1,327 @@
+"""EnvPool adapter: batched Atari (and classic-control) simulators stepped from inside ``jit``.
+
+EnvPool steps its environments on C++ threads; its XLA interface exposes the step as a custom
+call that takes a handle to the pool, so the step sits inside the compiled ``lax.scan`` of a
+rollout and the handle travels in the environment state. The pool is seeded when it is built
+(keys passed to ``reset``/``step`` are ignored) and is not a JAX value: ``pure`` is False, the
+adapter cannot be checkpointed (a resumed run resets it) and it cannot be vmapped like pure
+environments. For several seeds, one pool of ``num_seeds x num_envs`` environments is built and
+the step and reset carry a custom ``vmap`` rule: under ``vmap`` over seeds the actions of all
+agents ``[S, B]`` are concatenated, the pool is stepped once, and its outputs are split back to
+``[S, B, ...]``, so the seeds share the pool's threads. Agent ``s`` owns environments
+``s * B .. s * B + B - 1``, seeded ``(seed + s) * B + j``, so agent ``s`` of a multi-seed run
+sees the same environments as a single run with seed ``seed + s``.
+
+EnvPool resets an environment on the step *after* its episode ended and ignores that step's
+action; that step comes back with ``valid`` False and is masked out of learning
+(``autoreset="next_step"``). Its ``obs`` is the first of the new episode, and the step before
+returned the episode's last observation, which truncated episodes bootstrap from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import io_callback
+
+from purerl.envs import stats
+from purerl.envs.base import Box, Discrete, EnvSpec, Step
+from purerl.types import Array, Key
+
+ATARI_GAMES = (
+    "Adventure", "AirRaid", "Alien", "Amidar", "Assault", "Asterix", "Asteroids", "Atlantis",
+    "Atlantis2", "Backgammon", "BankHeist", "BasicMath", "BattleZone", "BeamRider", "Berzerk",
+    "Blackjack", "Bowling", "Boxing", "Breakout", "Carnival", "Casino", "Centipede",
+    "ChopperCommand", "CrazyClimber", "Crossbow", "Darkchambers", "Defender", "DemonAttack",
+    "DonkeyKong", "DoubleDunk", "Earthworld", "ElevatorAction", "Enduro", "Entombed", "Et",
+    "FishingDerby", "FlagCapture", "Freeway", "Frogger", "Frostbite", "Galaxian", "Gopher",
+    "Gravitar", "Hangman", "HauntedHouse", "Hero", "HumanCannonball", "IceHockey", "Jamesbond",
+    "JourneyEscape", "Kaboom", "Kangaroo", "KeystoneKapers", "KingKong", "Klax", "Koolaid",
+    "Krull", "KungFuMaster", "LaserGates", "LostLuggage", "MarioBros", "MiniatureGolf",
+    "MontezumaRevenge", "MrDo", "MsPacman", "NameThisGame", "Othello", "Pacman", "Phoenix",
+    "Pitfall", "Pitfall2", "Pong", "Pooyan", "PrivateEye", "Qbert", "Riverraid", "RoadRunner",
+    "Robotank", "Seaquest", "SirLancelot", "Skiing", "Solaris", "SpaceInvaders", "SpaceWar",
+    "StarGunner", "Superman", "Surround", "Tennis", "Tetris", "TicTacToe3d", "TimePilot",
+    "Trondead", "Turmoil", "Tutankham", "UpNDown", "Venture", "VideoCheckers", "VideoChess",
+    "VideoCube", "VideoPinball", "WizardOfWor", "WordZapper", "YarsRevenge", "Zaxxon",
+)  # fmt: skip
+"""The Atari games of EnvPool 1.2.5 (ids ``<game>-v5``), listed so ids resolve without EnvPool."""
+CLASSIC_IDS = (
+    "CartPole-v0", "CartPole-v1", "Pendulum-v0", "Pendulum-v1", "MountainCar-v0",
+    "MountainCarContinuous-v0", "Acrobot-v1",
+)  # fmt: skip
+"""EnvPool's classic-control ids; registered with the prefix ``envpool/`` (gymnax owns the bare
+ones)."""
+PREFIX = "envpool/"
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariProtocol:
+    """Atari settings; defaults are the standard training protocol.
+
+    Preprocessing follows Machado et al. (2018, "Revisiting the ALE") and Gymnasium's ALE v5:
+    sticky actions with probability 0.25 (EnvPool's own default is 0), frame skip 4, full
+    episodes capped at 108k frames (27k steps); 84x84 grayscale frames stacked by 4 and up to
+    30 no-op starts as in Mnih et al. (2015). Episodic life and reward clipping to [-1, 1] shape
+    the *training* signal only, as in the DQN and PPO reference implementations; reported
+    returns are always the raw game score over whole games (all lives).
+    """
+
+    sticky_actions: float = 0.25
+    frame_skip: int = 4
+    stack_num: int = 4
+    img_size: int = 84
+    noop_max: int = 30
+    episodic_life: bool = True
+    reward_clip: bool = True
+    max_episode_steps: int = 27_000
+    full_action_space: bool = False
+
+    def envpool_kwargs(self) -> dict[str, Any]:
+        return {
+            "repeat_action_probability": self.sticky_actions,
+            "frame_skip": self.frame_skip,
+            "stack_num": self.stack_num,
+            "img_height": self.img_size,
+            "img_width": self.img_size,
+            "noop_max": self.noop_max,
+            "episodic_life": self.episodic_life,
+            "reward_clip": self.reward_clip,
+            "max_episode_steps": self.max_episode_steps,
+            "full_action_space": self.full_action_space,
+        }
+
+
+def is_atari(env_id: str) -> bool:
+    return env_id.endswith("-v5") and env_id[: -len("-v5")] in ATARI_GAMES
+
+
+class EnvPoolState(NamedTuple):
+    handle: Array
+    """The pool's XLA handle; its value never changes, it orders the steps."""
+    prev_done: Array
+    """bool ``[B]``: the previous step ended an episode, so this one is a reset step."""
+    accumulator: stats.EpisodeAccumulator
+    """Raw score and length of each environment's game in progress."""
+
+
+class RawStep(NamedTuple):
+    """One pool step for one agent's environments, ``[B, ...]``."""
+
+    obs: Array
+    reward: Array
+    terminated: Array
+    truncated: Array
+    score: Array
+    """Raw (unclipped) reward."""
+    game_over: Array
+    """The whole game ended (all lives lost), or the episode was truncated."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class EnvPoolEnv:
+    """``num_seeds * num_envs`` EnvPool environments; ``spec.num_envs`` is one agent's share."""
+
+    pool: Any
+    xla_step: Any
+    handle: np.ndarray
+    spec: EnvSpec
+    num_seeds: int
+    atari: bool
+    pure: bool = False
+
+    @property
+    def default_params(self) -> Any:
+        return None
+
+    @property
+    def pool_size(self) -> int:
+        return self.num_seeds * self.spec.num_envs
+
+    def _obs_struct(self) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct((self.pool_size, *self.spec.obs_shape), self.spec.obs_dtype)
+
+    def _host_reset(self) -> np.ndarray:
+        obs, _ = self.pool.reset()
+        return np.asarray(obs, self.spec.obs_dtype)
+
+    def _pool_step(self, handle: Array, actions: Array) -> tuple[Array, RawStep]:
+        handle, (obs, reward, terminated, truncated, info) = self.xla_step(handle, actions)
+        terminated, truncated = terminated.astype(bool), truncated.astype(bool)
+        if self.atari:
+            score, game_over = info["reward"], info["terminated"].astype(bool) | truncated
+        else:
+            score, game_over = reward, terminated | truncated
+        raw = RawStep(
+            obs.astype(self.spec.obs_dtype),
+            reward.astype(jnp.float32),
+            terminated,
+            truncated & ~terminated,
+            score.astype(jnp.float32),
+            game_over,
+        )
+        return handle, raw
+
+    def reset(self, key: Key, params: Any) -> tuple[EnvPoolState, Array]:
+        """Resets the whole pool on the host; returns this agent's share of observations.
+
+        The key's values are not used, but it must reach the seed-mapped reset: under ``vmap``
+        it is what carries the seed axis (with no mapped input, JAX would run the unmapped
+        reset once and copy agent 0's observations to every agent).
+        """
+        del params
+        handle, obs = self._reset_obs(jax.random.key_data(key))
+        num = self.spec.num_envs
+        state = EnvPoolState(handle, jnp.zeros(num, bool), stats.init_accumulator((num,)))
+        return state, obs
+
+    def step(
+        self, key: Key, state: EnvPoolState, action: Array, params: Any
+    ) -> tuple[EnvPoolState, Step]:
+        del key, params
+        handle, raw = self._step_agents(state.handle, action)
+        valid = ~state.prev_done
+        done = raw.terminated | raw.truncated
+        accumulator, episode = stats.accumulate(state.accumulator, raw.score, raw.game_over, valid)
+        step = Step(
+            obs=raw.obs,
+            reward=raw.reward,
+            terminated=raw.terminated,
+            truncated=raw.truncated,
+            final_obs=raw.obs,
+            valid=valid,
+            episode=episode,
+        )
+        return EnvPoolState(handle, done, accumulator), step
+
+    def __post_init__(self):
+        # Bound here so each adapter gets its own custom_vmap rules over its own pool.
+        object.__setattr__(self, "_reset_obs", _seed_mapped_reset(self))
+        object.__setattr__(self, "_step_agents", _seed_mapped_step(self))
+
+
+def _seed_mapped_reset(env: EnvPoolEnv):
+    num, seeds = env.spec.num_envs, env.num_seeds
+
+    @jax.custom_batching.custom_vmap
+    def reset_obs(key_data: Array) -> tuple[Array, Array]:
+        # Traced unbatched inside vmapped scans too: only the shape matters there. Run
+        # unbatched, it returns agent 0's share (the only agent when num_seeds is 1).
+        obs = io_callback(env._host_reset, env._obs_struct())[:num]
+        return jnp.asarray(env.handle), obs
+
+    @reset_obs.def_vmap
+    def reset_obs_over_seeds(axis_size, in_batched, key_data):
+        _check_seeds(env, axis_size)
+        obs = io_callback(env._host_reset, env._obs_struct())
+        # A handle per agent (all equal) keeps the state mapped over seeds, so every later
+        # step goes through the seed-mapped rule even if the actions happen not to be.
+        handles = jnp.broadcast_to(jnp.asarray(env.handle), (seeds, *env.handle.shape))
+        return (handles, obs.reshape(seeds, num, *env.spec.obs_shape)), (True, True)
+
+    return reset_obs
+
+
+def _seed_mapped_step(env: EnvPoolEnv):
+    num, seeds = env.spec.num_envs, env.num_seeds
+
+    @jax.custom_batching.custom_vmap
+    def step_agents(handle: Array, action: Array) -> tuple[Array, RawStep]:
+        # As in reset: a shape-only trace under vmap, or the real step when num_seeds is 1.
+        actions = jnp.tile(action, (seeds,) + (1,) * (action.ndim - 1))
+        handle, raw = env._pool_step(handle, actions)
+        return handle, jax.tree.map(lambda x: x[:num], raw)
+
+    @step_agents.def_vmap
+    def step_over_seeds(axis_size, in_batched, handle, action):
+        _check_seeds(env, axis_size)
+        handle_batched, action_batched = in_batched
+        one_handle = handle[0] if handle_batched else handle
+        if not action_batched:
+            action = jnp.broadcast_to(action, (seeds, *action.shape))
+        handle, raw = env._pool_step(one_handle, action.reshape(seeds * num, *action.shape[2:]))
+        raw = jax.tree.map(lambda x: x.reshape(seeds, num, *x.shape[1:]), raw)
+        handles = jnp.broadcast_to(handle, (seeds, *handle.shape))
+        return (handles, raw), (True, jax.tree.map(lambda _: True, raw))
+
+    return step_agents
+
+
+def _check_seeds(env: EnvPoolEnv, axis_size: int) -> None:
+    if axis_size != env.num_seeds:
+        raise ValueError(
+            f"the {env.spec.id} pool was built for {env.num_seeds} seed(s) but is mapped over "
+            f"{axis_size}; make it with num_seeds={axis_size}"
+        )
+
+
+def _spaces(pool: Any) -> tuple[tuple[int, ...], str, Any]:
+    obs_space, act_space = pool.observation_space, pool.action_space
+    if hasattr(act_space, "n"):
+        action_space = Discrete(int(act_space.n))
+    else:
+        shape = tuple(act_space.shape)
+        low = np.broadcast_to(np.asarray(act_space.low, np.float32), shape).ravel()
+        high = np.broadcast_to(np.asarray(act_space.high, np.float32), shape).ravel()
+        action_space = Box(tuple(map(float, low)), tuple(map(float, high)), shape)
+    dtype = "uint8" if obs_space.dtype == np.uint8 else "float32"
+    return tuple(obs_space.shape), dtype, action_space
+
+
+def make_envpool(
+    env_id: str,
+    num_envs: int,
+    seed: int = 0,
+    num_seeds: int = 1,
+    num_threads: int = 0,
+    **options: Any,
+) -> EnvPoolEnv:
+    """Builds a pool for ``num_seeds`` agents of ``num_envs`` environments each.
+
+    Args:
+        env_id: an Atari id (``Breakout-v5``) or ``envpool/<classic id>``.
+        seed: the first agent's seed (see the module docstring for the environment seeds).
+        num_threads: EnvPool worker threads (0: one per core, capped at the pool size).
+        **options: ``AtariProtocol`` fields for Atari ids.
+
+    Raises:
+        ImportError: EnvPool is not installed (with the command that installs it).
+    """
+    try:
+        import envpool
+    except ImportError as err:
+        raise ImportError(
+            f"{env_id} needs EnvPool: pip install 'purerl[atari]' (or pip install envpool)"
+        ) from err
+    name = env_id.removeprefix(PREFIX)
+    atari = is_atari(name)
+    protocol = AtariProtocol(**options) if atari else None
+    if options and not atari:
+        raise ValueError(f"{env_id} takes no options, got {', '.join(sorted(options))}")
+    kwargs = protocol.envpool_kwargs() if atari else {}
+    pool = envpool.make(
+        name,
+        env_type="gymnasium",
+        num_envs=num_seeds * num_envs,
+        # Explicit per-environment seeds: EnvPool's own derivation from ``seed`` depends on
+        # the pool size, so agent s would not see a single-seed run's environments.
+        env_seed=[seed * num_envs + i for i in range(num_seeds * num_envs)],
+        num_threads=num_threads,
+        **kwargs,
+    )
+    handle, _, _, xla_step = pool.xla()
+    obs_shape, obs_dtype, action_space = _spaces(pool)
+    spec = EnvSpec(
+        id=env_id,
+        obs_shape=obs_shape,
+        obs_dtype=obs_dtype,
+        action_space=action_space,
+        num_envs=num_envs,
+        frame_skip=protocol.frame_skip if atari else 1,
+        autoreset="next_step",
+    )
+    return EnvPoolEnv(pool, xla_step, np.asarray(handle), spec, num_seeds, atari)

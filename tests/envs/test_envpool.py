@@ -1,0 +1,164 @@
+"""The EnvPool adapter: Atari protocol, game scores over whole games, seeds sharing one pool."""
+
+import dataclasses
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from purerl import envs
+
+envpool = pytest.importorskip(
+    "envpool", reason="needs the atari extra: pip install 'purerl[atari]'"
+)
+pytestmark = pytest.mark.envpool
+
+
+def roll(env, actions, num_seeds=1):
+    """Steps ``env`` through ``actions`` ``[T, B]`` (or ``[S, T, B]``) inside one jitted scan."""
+
+    def run(key, actions):
+        state, obs = env.reset(key, None)
+
+        def body(state, action):
+            state, step = env.step(None, state, action, None)
+            return state, step
+
+        return obs, jax.lax.scan(body, state, actions)[1]
+
+    if num_seeds == 1:
+        return jax.jit(run)(jax.random.key(0), actions)
+    keys = jax.random.split(jax.random.key(0), num_seeds)
+    return jax.jit(jax.vmap(run))(keys, actions)
+
+
+def test_atari_spec_follows_the_standard_protocol():
+    env = envs.make("Breakout-v5", 2)
+    assert env.spec.obs_shape == (4, 84, 84) and env.spec.obs_dtype == "uint8"
+    assert env.spec.action_space == envs.Discrete(4)
+    assert env.spec.frame_skip == 4 and env.spec.autoreset == "next_step"
+    assert not env.pure
+    config = env.pool.spec.config
+    assert config.repeat_action_probability == 0.25  # sticky actions (EnvPool's default is 0)
+    assert config.episodic_life and config.reward_clip and config.noop_max == 30
+    off = envs.make("Breakout-v5", 2, sticky_actions=0.0, episodic_life=False)
+    assert off.pool.spec.config.repeat_action_probability == 0.0
+    assert not off.pool.spec.config.episodic_life
+
+
+def raw_pool_steps(actions, **kwargs):
+    """The same pool driven from the host, as EnvPool documents it."""
+    pool = envpool.make(
+        "Breakout-v5", env_type="gymnasium", num_envs=actions.shape[1], seed=0,
+        repeat_action_probability=0.25, episodic_life=True, reward_clip=True, **kwargs,
+    )  # fmt: skip
+    pool.reset()
+    out = {"reward": [], "terminated": [], "score": [], "game_over": [], "truncated": []}
+    for action in actions:
+        _, reward, terminated, truncated, info = pool.step(np.asarray(action))
+        out["reward"].append(reward)
+        out["terminated"].append(terminated)
+        out["truncated"].append(truncated)
+        out["score"].append(info["reward"])
+        out["game_over"].append(info["terminated"].astype(bool))
+    return {k: np.stack(v) for k, v in out.items()}
+
+
+def test_training_signal_is_per_life_and_clipped_while_returns_are_whole_game_scores():
+    # Random actions for 1500 steps of 3 games: many lives lost, several games over.
+    actions = np.random.default_rng(0).integers(0, 4, (1500, 3)).astype(np.int32)
+    _, steps = roll(envs.make("Breakout-v5", 3), jnp.asarray(actions))
+    raw = raw_pool_steps(actions)
+    np.testing.assert_array_equal(steps.terminated, raw["terminated"])  # life loss
+    np.testing.assert_array_equal(steps.reward, raw["reward"])
+    assert set(np.unique(steps.reward)) <= {-1.0, 0.0, 1.0}
+    # The step after any end is EnvPool's reset step: it ignored the action.
+    ended = np.asarray(steps.terminated | steps.truncated)
+    np.testing.assert_array_equal(~np.asarray(steps.valid)[1:], ended[:-1])
+    # Logged returns: raw score summed over whole games, reported at game over only.
+    game_over = raw["game_over"] | raw["truncated"]
+    np.testing.assert_array_equal(steps.episode.done, game_over)
+    assert game_over.sum() >= 3 and (np.asarray(steps.terminated) & ~game_over).sum() > 0
+    for env in range(3):
+        ends = np.flatnonzero(game_over[:, env])
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        expected = [raw["score"][a : b + 1, env].sum() for a, b in zip(starts, ends, strict=True)]
+        np.testing.assert_allclose(np.asarray(steps.episode.returns)[ends, env], expected)
+
+
+def test_seeds_share_one_pool_and_match_single_seed_runs():
+    # Agent s of a 2-seed pool sees the environments of a 1-seed pool built with seed s.
+    actions = np.random.default_rng(1).integers(0, 4, (2, 60, 2)).astype(np.int32)
+    both = envs.make("Pong-v5", 2, seed=4, num_seeds=2)
+    obs, steps = roll(both, jnp.asarray(actions), num_seeds=2)
+    assert both.pool_size == 4 and obs.shape == (2, 2, 4, 84, 84)
+    for s in range(2):
+        single_obs, single = roll(envs.make("Pong-v5", 2, seed=4 + s), jnp.asarray(actions[s]))
+        np.testing.assert_array_equal(obs[s], single_obs)
+        np.testing.assert_array_equal(steps.obs[s], single.obs)
+
+
+def test_mapping_over_the_wrong_number_of_seeds_is_refused():
+    env = envs.make("envpool/CartPole-v1", 2, num_seeds=2)
+    keys = jax.random.split(jax.random.key(0), 3)
+    with pytest.raises(ValueError, match="built for 2 seed\\(s\\) but is mapped over 3"):
+        jax.jit(jax.vmap(lambda k: env.reset(k, None)))(keys)
+
+
+def test_classic_control_through_envpool_has_its_own_ids():
+    env = envs.make("envpool/CartPole-v1", 3)
+    assert env.spec.obs_shape == (4,) and env.spec.action_space == envs.Discrete(2)
+    _, steps = roll(env, jnp.zeros((300, 3), jnp.int32))
+    assert np.asarray(steps.episode.done).sum() >= 3  # always pushing left falls quickly
+    assert "CartPole-v1" in envs.list_envs() and "envpool/CartPole-v1" in envs.list_envs()
+
+
+def test_missing_envpool_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "envpool", None)
+    with pytest.raises(ImportError, match=r"pip install 'purerl\[atari\]'"):
+        envs.make("Breakout-v5", 2)
+
+
+@pytest.mark.slow
+def test_short_ppo_run_on_breakout_is_deterministic():
+    from purerl.algos.ppo import make_ppo
+    from purerl.presets import PPO_PRESETS
+    from purerl.train import RunOptions, train
+
+    cfg = dataclasses.replace(
+        PPO_PRESETS["Breakout-v5"], num_envs=4, rollout_len=32, num_minibatches=2,
+        num_epochs=1, total_timesteps=4 * 32 * 3,
+    )  # fmt: skip
+
+    def run():
+        env = envs.make(cfg.env, cfg.num_envs, seed=cfg.seed)
+        return train(make_ppo(cfg, env), cfg, RunOptions(progress=False), frame_skip=4)
+
+    first, second = run(), run()
+    for a, b in zip(
+        jax.tree.leaves(first.agents.state.params),
+        jax.tree.leaves(second.agents.state.params),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+    assert first.summary["total_frames"] == 4 * 32 * 3 * 4
+    assert np.isfinite(first.summary["steps_per_second"])
+
+
+@pytest.mark.slow
+def test_dqn_on_atari_stores_uint8_frames_once():
+    from purerl.algos.dqn import DQNConfig, make_dqn
+
+    cfg = DQNConfig(
+        env="Breakout-v5", num_envs=2, rollout_len=8, buffer_size=64, batch_size=8,
+        learning_starts=16, total_timesteps=2 * 8 * 2,
+    )  # fmt: skip
+    algo = make_dqn(cfg, envs.make(cfg.env, cfg.num_envs))
+    state = algo.init(jax.random.key(0))
+    state, metrics = jax.jit(algo.update)(state, jax.random.key(1))
+    state, metrics = jax.jit(algo.update)(state, jax.random.key(2))
+    assert state.buffer.data.obs.dtype == jnp.uint8
+    assert state.buffer.data.next_obs == ()  # read from the following slot instead
+    assert int(metrics["optim/gradient_steps"]) > 0 and np.isfinite(metrics["loss/total"])

@@ -31,12 +31,17 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from purerl import envs
-from purerl.algos.ppo import act, make_ppo
-from purerl.presets import PPO_PRESETS
-from purerl.rollout import collect
 from purerl.runtime import configure_jax
-from purerl.train import init_agents
+
+# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
+# async dispatch is fixed when the client is created.
+configure_jax()
+
+from purerl import envs  # noqa: E402
+from purerl.algos.ppo import act, make_ppo  # noqa: E402
+from purerl.presets import PPO_PRESETS  # noqa: E402
+from purerl.rollout import collect  # noqa: E402
+from purerl.train import init_agents  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,5 +155,4 @@ def report(args, cfg, steps, times, compile_s) -> None:
 
 
 if __name__ == "__main__":
-    configure_jax()
     main(tyro.cli(AtariBenchArgs, description=__doc__))

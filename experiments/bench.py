@@ -24,12 +24,17 @@ from collections.abc import Callable
 import jax
 import tyro
 
-from purerl import envs
-from purerl.algos.dqn import make_dqn
-from purerl.algos.ppo import make_ppo
-from purerl.presets import PRESETS
 from purerl.runtime import configure_jax
-from purerl.train import compile_chunk, init_agents
+
+# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
+# async dispatch is fixed when the client is created.
+configure_jax()
+
+from purerl import envs  # noqa: E402
+from purerl.algos.dqn import make_dqn  # noqa: E402
+from purerl.algos.ppo import make_ppo  # noqa: E402
+from purerl.presets import PRESETS  # noqa: E402
+from purerl.train import compile_chunk, init_agents  # noqa: E402
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 import peers  # noqa: E402
@@ -188,5 +193,4 @@ def main(args: BenchArgs) -> None:
 
 
 if __name__ == "__main__":
-    configure_jax()
     main(tyro.cli(BenchArgs, description=__doc__))

@@ -42,15 +42,20 @@ from typing import Any, NamedTuple
 import jax
 import tyro
 
-from purerl.algos.dqn import make_dqn
-from purerl.algos.ppo import make_ppo
-from purerl.cli import Experiment, run_experiment
-from purerl.config import ConfigError
-from purerl.plots import NotARunError, load_run, write_trial_graphs
-from purerl.presets import PRESETS
-from purerl.runs import format_return, markdown_table
 from purerl.runtime import configure_jax
-from purerl.train import NonFiniteLossError, RunOptions
+
+# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
+# async dispatch is fixed when the client is created.
+configure_jax()
+
+from purerl.algos.dqn import make_dqn  # noqa: E402
+from purerl.algos.ppo import make_ppo  # noqa: E402
+from purerl.cli import Experiment, run_experiment  # noqa: E402
+from purerl.config import ConfigError  # noqa: E402
+from purerl.plots import NotARunError, load_run, write_trial_graphs  # noqa: E402
+from purerl.presets import PRESETS  # noqa: E402
+from purerl.runs import format_return, markdown_table  # noqa: E402
+from purerl.train import NonFiniteLossError, RunOptions  # noqa: E402
 
 START_MARKER = "<!-- bench-table:start -->"
 END_MARKER = "<!-- bench-table:end -->"
@@ -279,7 +284,6 @@ def publish(
 
 
 def main(argv: list[str]) -> int:
-    configure_jax()
     try:
         args = tyro.cli(BenchTableArgs, args=argv, description=__doc__)
         rows = select_rows(args)

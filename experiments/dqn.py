@@ -8,10 +8,16 @@ runs/dqn-<env>-<timestamp>/ with config.json, metrics.jsonl, summary.json and ch
 
 import sys
 
-from purerl.algos.dqn import DQNConfig, make_dqn
-from purerl.cli import Command, main
-from purerl.presets import DQN_PRESETS
+from purerl.runtime import configure_jax, start_distributed_from_argv
 
 if __name__ == "__main__":
+    # Both must come first: the imports below create JAX's backend (importing gymnax does),
+    # which fixes its settings and must be joined to a multi-process run beforehand.
+    configure_jax()
+    start_distributed_from_argv(sys.argv[1:])
+    from purerl.algos.dqn import DQNConfig, make_dqn
+    from purerl.cli import Command, main
+    from purerl.presets import DQN_PRESETS
+
     command = Command("dqn", DQNConfig, make_dqn, DQN_PRESETS, __doc__)
     sys.exit(main(command, script=sys.argv[0]))

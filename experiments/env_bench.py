@@ -33,8 +33,13 @@ import jax
 import numpy as np
 import tyro
 
-from purerl.envs.snake import make_snake
 from purerl.runtime import configure_jax
+
+# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
+# async dispatch is fixed when the client is created.
+configure_jax()
+
+from purerl.envs.snake import make_snake  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.envs.snake_reference import SnakeReference  # noqa: E402
@@ -245,5 +250,4 @@ def main(args: EnvBenchArgs) -> None:
 
 
 if __name__ == "__main__":
-    configure_jax()
     main(tyro.cli(EnvBenchArgs, description=__doc__))

@@ -16,11 +16,16 @@ from typing import Annotated
 import numpy as np
 import tyro
 
-from purerl import checkpoint
-from purerl.config import ConfigError
-from purerl.evaluate import evaluate, load_run, record_episode
 from purerl.runtime import configure_jax, quiet_libraries
-from purerl.video import write_gif
+
+# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
+# async dispatch is fixed when the client is created.
+configure_jax()
+
+from purerl import checkpoint  # noqa: E402
+from purerl.config import ConfigError  # noqa: E402
+from purerl.evaluate import evaluate, load_run, record_episode  # noqa: E402
+from purerl.video import write_gif  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +97,6 @@ def main(args: EvalArgs) -> int:
 
 
 if __name__ == "__main__":
-    configure_jax()
     quiet_libraries()
     parsed = tyro.cli(EvalArgs, description=__doc__)
     try:

@@ -219,6 +219,12 @@ def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str
             f"{where} was written by {record.get('algo')}, not {expected['algo']}; use the "
             f"{record.get('algo')} command"
         )
+    if record.get("placement") != expected.get("placement"):
+        layout = record.get("placement") or {"mode": "seeds", "devices": 1}
+        raise CheckpointError(
+            f"{where} was written with {layout['devices']} device(s) in {layout['mode']} mode; "
+            f"resume with --parallel {layout['mode']} --num-devices {layout['devices']}"
+        )
     saved, wanted = record.get("config", {}), expected["config"]
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:

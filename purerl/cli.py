@@ -18,7 +18,7 @@ import jax
 import numpy as np
 import tyro
 
-from purerl import checkpoint, envs
+from purerl import checkpoint, envs, parallel
 from purerl.algos import Algo
 from purerl.config import CommonConfig, ConfigError
 from purerl.envs.base import Environment
@@ -33,7 +33,7 @@ from purerl.rundir import (
     truncate_metrics,
     write_json,
 )
-from purerl.runtime import configure_jax, quiet_libraries
+from purerl.runtime import configure_jax, initialize_distributed, quiet_libraries
 from purerl.tensorboard import TENSORBOARD_EXTRA, TensorBoardSink
 from purerl.train import NonFiniteLossError, RunOptions, TrainResult, init_agents, train
 
@@ -153,11 +153,10 @@ def make_env(cfg: CommonConfig, num_envs: int | None = None) -> Environment:
         raise ConfigError(f"--env-options {' '.join(cfg.env_options)}: {err}") from err
 
 
-def transient_fields(algo: Algo, env: Environment, options: RunOptions) -> tuple[str, ...]:
+def transient_fields(state_fields: Sequence[str], env: Environment, options: RunOptions):
     """State fields checkpoints leave out (see ``purerl.checkpoint``)."""
-    fields = jax.eval_shape(algo.init, jax.random.key(0))._fields
     transient = () if env.pure else ("env_state", "obs")
-    if not options.checkpoint_buffer and "buffer" in fields:
+    if not options.checkpoint_buffer and "buffer" in state_fields:
         transient += ("buffer",)
     return transient
 
@@ -193,6 +192,76 @@ class StopOnSignal:
         return self.signum is not None
 
 
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """Everything a run needs, built and checked before anything is written."""
+
+    cfg: Any
+    options: RunOptions
+    env: Environment
+    algo: Algo
+    devices: list
+    placement: parallel.Placement | None
+    identity: dict[str, Any]
+    transient: tuple[str, ...]
+    """State fields checkpoints leave out."""
+
+
+def setup(algo_name: str, exp: Experiment, build: BuildAlgo) -> Setup:
+    """Devices, environment and algorithm of a run; raises on bad input, writes nothing."""
+    cfg, options = exp.algo, exp.run
+    if options.distributed:
+        initialize_distributed(
+            options.coordinator_address, options.num_processes, options.process_id
+        )
+        if options.run_dir is None and exp.resume is None:
+            raise ConfigError("--distributed needs --run-dir: every process must agree on it")
+    devices = parallel.select_devices(options.device, options.num_devices)
+    placement = None
+    if len(devices) > 1 or options.distributed:
+        placement = parallel.make_placement(devices, options.parallel, cfg.num_seeds, cfg.num_envs)
+    data_parallel = placement is not None and placement.mode == "data"
+    env = make_env(cfg, cfg.num_envs // placement.num_devices if data_parallel else None)
+    if placement is not None and not env.pure:
+        raise ConfigError(
+            f"{cfg.env} runs on EnvPool, whose simulators live in this process: use one device "
+            "(--num-devices 1), several seeds share its pool"
+        )
+    algo = build(cfg, env, axis_name=placement.axis_name if placement else None)
+    # Field names only: traced without the device axis, which exists only inside shard_map.
+    state_fields = jax.eval_shape(build(cfg, env).init, jax.random.key(0))._fields
+    # Optional packages are checked before anything is written.
+    if options.tensorboard:
+        import_extra("tensorboardX", TENSORBOARD_EXTRA, "--tensorboard")
+    if options.wandb_project:
+        import_extra("wandb", "wandb", "--wandb-project")
+    layout = {"mode": placement.mode, "devices": placement.num_devices} if placement else None
+    identity = {"algo": algo_name, "config": checkpoint.config_dict(cfg), "placement": layout}
+    print(f"devices: {placement.describe() if placement else devices[0]}", flush=True)
+    transient = transient_fields(state_fields, env, options)
+    return Setup(cfg, options, env, algo, devices, placement, identity, transient)
+
+
+def open_run(
+    algo_name: str, exp: Experiment, run: Setup
+) -> tuple[Path, checkpoint.Snapshot | None]:
+    """The run directory, created for a new run or restored from for a resumed one."""
+    cfg, options = run.cfg, run.options
+    if exp.resume is None:
+        run_dir = Path(options.run_dir) if options.run_dir else default_run_dir(algo_name, cfg.env)
+        if parallel.is_main_process():
+            create_run_dir(run_dir)
+            write_json(run_dir / "config.json", config_record(algo_name, cfg, options))
+        return run_dir, None
+    run_dir = Path(exp.resume)
+    step = checkpoint.resolve_step(run_dir, "latest")
+    fresh = init_agents(run.algo, [cfg.seed + i for i in range(cfg.num_seeds)], run.placement)
+    start = checkpoint.restore(run_dir, step, fresh, run.identity)
+    if start.updates_done < cfg.num_updates and parallel.is_main_process():
+        truncate_metrics(run_dir / "metrics.jsonl", start.updates_done)
+    return run_dir, start
+
+
 def run_experiment(
     algo_name: str,
     exp: Experiment,
@@ -201,62 +270,63 @@ def run_experiment(
     script: str | None = None,
 ) -> TrainResult:
     """Builds everything first (so bad input fails before anything is written), then trains."""
-    cfg, options = exp.algo, exp.run
-    env = make_env(cfg)
-    algo = build(cfg, env)
-    identity = {"algo": algo_name, "config": checkpoint.config_dict(cfg)}
-    # Optional packages are checked before anything is written.
-    if options.tensorboard:
-        import_extra("tensorboardX", TENSORBOARD_EXTRA, "--tensorboard")
-    if options.wandb_project:
-        import_extra("wandb", "wandb", "--wandb-project")
-    start = None
-    if exp.resume is not None:
-        run_dir = Path(exp.resume)
-        step = checkpoint.resolve_step(run_dir, "latest")
-        fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
-        start = checkpoint.restore(run_dir, step, fresh, identity)
-        if start.updates_done >= cfg.num_updates:
+    run = setup(algo_name, exp, build)
+    cfg = run.cfg
+    with jax.default_device(None if run.placement else run.devices[0]):
+        run_dir, start = open_run(algo_name, exp, run)
+        if start is not None and start.updates_done >= cfg.num_updates:
             print(f"{run_dir} is already complete ({start.updates_done} updates); nothing to do")
             path = run_dir / "summary.json"
             summary = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
             final = np.asarray(summary.get("per_seed_final_return", []), dtype=float)
             return TrainResult(start.agents, summary, final)
-        truncate_metrics(run_dir / "metrics.jsonl", start.updates_done)
-        verb = f"resuming at update {start.updates_done}"
-    else:
-        run_dir = create_run_dir(
-            Path(options.run_dir) if options.run_dir else default_run_dir(algo_name, cfg.env)
+        verb = (
+            f"{cfg.total_timesteps:,} steps ({cfg.num_updates} updates)"
+            if start is None
+            else f"resuming at update {start.updates_done}"
         )
-        write_json(run_dir / "config.json", config_record(algo_name, cfg, options))
-        verb = f"{cfg.total_timesteps:,} steps ({cfg.num_updates} updates)"
-    frame_skip = env.spec.frame_skip
-    sinks = make_sinks(algo_name, cfg, options, run_dir, frame_skip, start)
-    progress = None
-    if options.progress:
-        progress = ProgressSink(
-            cfg.num_updates,
-            cfg.env_steps_per_update,
-            cfg.num_seeds,
-            frame_skip,
-            cfg.seed,
-            history=None if start is None else start.history,
-        )
-        sinks.append(progress)
+        print(f"{algo_name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb} -> {run_dir}", flush=True)
+        result = train_run(algo_name, run, run_dir, start, stop)
+    finish(algo_name, run, run_dir, result, script)
+    return result
+
+
+def train_run(
+    algo_name: str,
+    run: Setup,
+    run_dir: Path,
+    start: checkpoint.Snapshot | None,
+    stop: StopOnSignal | None,
+) -> TrainResult:
+    """Trains with the run's sinks (process 0 only) and checkpoints (every process)."""
+    cfg, options = run.cfg, run.options
+    frame_skip = run.env.spec.frame_skip
+    sinks, progress = [], None
+    if parallel.is_main_process():
+        sinks = make_sinks(algo_name, cfg, options, run_dir, frame_skip, start)
+        if options.progress:
+            progress = ProgressSink(
+                cfg.num_updates,
+                cfg.env_steps_per_update,
+                cfg.num_seeds,
+                frame_skip,
+                cfg.seed,
+                history=None if start is None else start.history,
+            )
+            sinks.append(progress)
     checkpointer = None
     if options.checkpoints:
         checkpointer = checkpoint.Checkpointer(
             checkpoint.checkpoint_dir(run_dir),
-            identity,
+            run.identity,
             options.keep_checkpoints,
             options.keep_best,
-            transient_fields(algo, env, options),
+            run.transient,
         )
-    print(f"{algo_name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb} -> {run_dir}", flush=True)
     stream = progress.on_stream if (progress is not None and options.stream) else None
     try:
-        result = train(
-            algo,
+        return train(
+            run.algo,
             cfg,
             options,
             sinks,
@@ -265,28 +335,55 @@ def run_experiment(
             checkpointer=checkpointer,
             start=start,
             should_stop=stop.requested if stop is not None else (lambda: False),
+            placement=run.placement,
         )
+    except jax.errors.JaxRuntimeError as err:
+        if "RESOURCE_EXHAUSTED" in str(err) or "out of memory" in str(err).lower():
+            raise ConfigError(out_of_memory_message(cfg, run.placement)) from err
+        raise
     finally:
         if checkpointer is not None:
             checkpointer.close()
-    summary = {"algo": algo_name, "env": cfg.env, **result.summary}
+
+
+def out_of_memory_message(cfg: Any, placement: parallel.Placement | None) -> str:
+    devices = placement.num_devices if placement else 1
+    return (
+        f"the device ran out of memory ({cfg.num_seeds} seed(s) x {cfg.num_envs} envs on "
+        f"{devices} device(s)); lower --num-envs, --num-seeds or the minibatch size (raise "
+        "--num-minibatches), or spread the work over more devices with --num-devices"
+    )
+
+
+def finish(
+    algo_name: str, run: Setup, run_dir: Path, result: TrainResult, script: str | None
+) -> None:
+    """Writes the summary and learning curves (process 0) and says how a stopped run goes on."""
+    cfg = run.cfg
+    summary = {
+        "algo": algo_name,
+        "env": cfg.env,
+        **result.summary,
+        **parallel.memory_report(run.placement),
+    }
     if result.interrupted:
         summary["interrupted"] = True
+    if not parallel.is_main_process():
+        return
     write_json(run_dir / "summary.json", summary)
-    graphs = write_trial_graphs(run_dir, options.plot_window)
+    graphs = write_trial_graphs(run_dir, run.options.plot_window)
     print(final_line(summary, run_dir), flush=True)
     print("learning curves: " + ", ".join(str(path) for path in graphs), flush=True)
     if result.interrupted:
         how = f"python {script} --resume {run_dir}" if script else f"--resume {run_dir}"
         saved = (
-            "checkpoint saved" if checkpointer is not None else "no checkpoint (--no-checkpoints)"
+            "checkpoint saved" if run.options.checkpoints else "no checkpoint (--no-checkpoints)"
         )
         print(
             f"stopped at update {summary['num_updates']} of {cfg.num_updates}; {saved}; "
             f"continue with: {how}",
             flush=True,
         )
-    return result
 
 
 def make_sinks(

@@ -8,6 +8,7 @@ depend on how the run is cut into chunks: one chunk of 2N updates equals two chu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from purerl.algos import Algo
 from purerl.checkpoint import HISTORY_KEYS, Checkpointer, Snapshot
 from purerl.envs.stats import recent_mean_return
 from purerl.logging import ChunkReport, Sink, emit
+from purerl.parallel import Placement, fetch, place, replicas_fingerprints
 from purerl.types import Array, Key, Metrics
 
 S = TypeVar("S")
@@ -56,6 +58,22 @@ class RunOptions:
     """Also log to this Weights & Biases project (needs wandb installed)."""
     plot_window: int = 100
     """Moving-average window (updates) of the smoothed learning curve written at the end."""
+    device: str = "auto"
+    """Devices to train on: auto (GPUs if JAX sees any, else CPU), cpu, gpu, or a device index."""
+    num_devices: int | None = None
+    """How many devices of that kind (default: all; one for an index)."""
+    parallel: str = "seeds"
+    """With several devices: seeds (independent agents, seeds split across devices) or data (each
+    agent's environments split across devices, gradients averaged)."""
+    distributed: bool = False
+    """Join a multi-process run (jax.distributed); coordinator, process count and id come from
+    the flags below or, under SLURM and similar launchers, from the environment."""
+    coordinator_address: str | None = None
+    """host:port of process 0, for --distributed."""
+    num_processes: int | None = None
+    """Processes in the run, for --distributed."""
+    process_id: int | None = None
+    """This process's index, for --distributed."""
     checkpoint_buffer: bool = True
     """Include DQN's replay buffer in checkpoints (exact resume; off saves space, and a resumed
     run then refills an empty buffer)."""
@@ -89,9 +107,26 @@ def init_agent(algo: Algo[S], seed: Array) -> Agent[S]:
     return Agent(algo.init(init_key), run_key, jnp.asarray(seed, jnp.int32))
 
 
-def init_agents(algo: Algo[S], seeds: Sequence[int]) -> Agent[S]:
-    """Agents for ``seeds``, stacked along a leading seed axis."""
-    return jax.jit(jax.vmap(lambda seed: init_agent(algo, seed)))(jnp.asarray(seeds, jnp.int32))
+def init_agents(
+    algo: Algo[S], seeds: Sequence[int], placement: Placement | None = None
+) -> Agent[S]:
+    """Agents for ``seeds``, stacked along a leading seed axis ``[S, ...]``.
+
+    With a ``placement`` they are built on its devices: split over the seed axis, or, for data
+    parallelism, one replica per device stacked ``[D, S, ...]``.
+    """
+    seeds = jnp.asarray(seeds, jnp.int32)
+    if placement is not None and placement.mode == "data":
+        seeds = jnp.broadcast_to(seeds, (placement.num_devices, *seeds.shape))
+    return init_program(algo, placement)(seeds)
+
+
+@functools.lru_cache(maxsize=32)
+def init_program(algo: Algo[S], placement: Placement | None) -> Callable[[Array], Agent[S]]:
+    """The jitted ``seeds -> agents`` of an algorithm, built once per algorithm and placement
+    (restoring a checkpoint builds fresh agents again, and should not compile again)."""
+    build = jax.vmap(lambda seed: init_agent(algo, seed))
+    return jax.jit(build if placement is None else place(placement, build))
 
 
 StreamFn = Callable[[Array, Array, Metrics], None]
@@ -134,11 +169,17 @@ def over_seeds(fn: Callable[[Agent[S]], Any]) -> Callable[[Agent[S]], Any]:
 
 
 def compile_chunk(
-    algo: Algo[S], agents: Agent[S], num_updates: int, stream: StreamFn | None = None
+    algo: Algo[S],
+    agents: Agent[S],
+    num_updates: int,
+    stream: StreamFn | None = None,
+    placement: Placement | None = None,
 ):
     """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
-    chunk = jax.jit(over_seeds(make_run_chunk(algo, num_updates, stream)), donate_argnums=0)
-    return chunk.lower(agents).compile()
+    chunk = over_seeds(make_run_chunk(algo, num_updates, stream))
+    if placement is not None:
+        chunk = place(placement, chunk)
+    return jax.jit(chunk, donate_argnums=0).lower(agents).compile()
 
 
 def plan_chunks(
@@ -230,6 +271,24 @@ class History:
         )
 
 
+def host_metrics(metrics: Metrics, agents: Agent, placement: Placement | None) -> Metrics:
+    """A chunk's metrics on the host as ``[S, n]`` arrays.
+
+    Data-parallel replicas report the same (averaged) metrics; their parameters must stay
+    identical, which a digest per replica checks after every chunk.
+    """
+    metrics = fetch(metrics)
+    if placement is None or placement.mode != "data":
+        return metrics
+    digests = replicas_fingerprints(agents.state.params)
+    if len(set(digests)) != 1:
+        raise RuntimeError(
+            f"data-parallel replicas diverged: {len(set(digests))} distinct parameter sets "
+            "across devices"
+        )
+    return {name: values[0] for name, values in metrics.items()}
+
+
 def checkpoint_due(before: int, after: int, total: int, every: int | None) -> bool:
     """Whether a chunk ending at ``after`` (from ``before``) gets a checkpoint."""
     if after >= total or not every:
@@ -248,6 +307,7 @@ def train(
     checkpointer: Checkpointer | None = None,
     start: Snapshot | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    placement: Placement | None = None,
 ) -> TrainResult[S]:
     """Trains ``spec.num_seeds`` agents for ``spec.num_updates`` updates each.
 
@@ -256,13 +316,14 @@ def train(
             when stopped early); None saves none.
         start: a restored checkpoint to continue from instead of fresh agents.
         should_stop: polled after every chunk; True saves a checkpoint and ends the run.
+        placement: the devices and how the work is split over them (one device without).
 
     Returns:
         The final agents (stacked over seeds), the run summary, and per-seed final returns.
     """
     begin = time.perf_counter()
     if start is None:
-        agents = init_agents(algo, [spec.seed + i for i in range(spec.num_seeds)])
+        agents = init_agents(algo, [spec.seed + i for i in range(spec.num_seeds)], placement)
         history, done = History(), 0
     else:
         agents, history, done = start.agents, History(start.history), start.updates_done
@@ -273,14 +334,14 @@ def train(
         checkpoint_every=options.checkpoint_every,
         start=done,
     )
-    compiled = {n: compile_chunk(algo, agents, n, stream) for n in sorted(set(lengths))}
+    compiled = {n: compile_chunk(algo, agents, n, stream, placement) for n in sorted(set(lengths))}
     jax.block_until_ready(agents)
     compile_time = time.perf_counter() - begin
 
     interrupted = False
     for length in lengths:
         agents, metrics = compiled[length](agents)
-        metrics = jax.device_get(metrics)
+        metrics = host_metrics(metrics, agents, placement)
         now = time.perf_counter()
         report = ChunkReport(done, metrics, now - begin, now - begin - compile_time)
         check_finite(report)

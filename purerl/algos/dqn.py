@@ -33,7 +33,7 @@ from purerl.nets import QNetwork, make_q_network
 from purerl.ops.losses import TD_LOSSES, masked_mean, td_loss
 from purerl.ops.optim import current_lr, linear_schedule, make_optimizer
 from purerl.ops.returns import q_learning_targets
-from purerl.ops.sgd import pmean, sgd_step
+from purerl.ops.sgd import fold_in_axis, pmean, sgd_step
 from purerl.rollout import PolicyStep, collect
 from purerl.types import Array, Key, Metrics, PyTree
 
@@ -240,7 +240,7 @@ def make_dqn(
 
     def init(key: Key) -> DQNState:
         net_key, env_key = jax.random.split(key)
-        env_state, obs = env.reset(env_key, env_params)
+        env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
         params = network.init(net_key, obs)
         hparams = DQNHparams.from_config(cfg)
         example = replay_item(obs, jnp.zeros(obs.shape[:1], jnp.int32), obs, lookahead)
@@ -306,7 +306,8 @@ def make_dqn(
             steps_before = (first + index) * cfg.env_steps_per_iteration
             return iteration(state, iteration_key, steps_before)
 
-        inputs = (jnp.arange(iterations, dtype=jnp.int32), jax.random.split(key, iterations))
+        keys = jax.random.split(fold_in_axis(key, axis_name), iterations)
+        inputs = (jnp.arange(iterations, dtype=jnp.int32), keys)
         state, (metrics, learned, epsilon, episodes) = jax.lax.scan(body, state, inputs)
         metrics = learning_metrics(pmean(metrics, axis_name), learned)
         gradient_steps_done = jnp.maximum(
@@ -314,7 +315,8 @@ def make_dqn(
         )
         metrics["optim/lr"] = current_lr(state.hparams.lr, gradient_steps_done, anneal)
         metrics["optim/epsilon"] = epsilon[-1]
-        return state._replace(step=state.step + 1), {**metrics, **summarize(episodes)}
+        episodes = summarize(episodes, axis_name)
+        return state._replace(step=state.step + 1), {**metrics, **episodes}
 
     def evaluate_act(state: DQNState, obs: Array, key: Key, greedy: bool) -> Array:
         epsilon = 0.0 if greedy else state.hparams.eps_end

@@ -28,7 +28,7 @@ from purerl.nets import ActorCritic, make_actor_critic
 from purerl.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
 from purerl.ops.optim import current_lr, make_optimizer
 from purerl.ops.returns import compute_gae
-from purerl.ops.sgd import flatten_time_batch, minibatch_epochs, pmean
+from purerl.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
 from purerl.rollout import PolicyStep, Rollout, collect
 from purerl.types import Array, Key, Metrics, PyTree
 
@@ -199,12 +199,13 @@ def ppo_loss(
     hparams: PPOHparams,
     normalize_adv: bool,
     clip_value: bool,
+    axis_name: str | None = None,
 ) -> tuple[Array, Metrics]:
     """Clipped surrogate + weighted value loss - weighted entropy, over valid entries."""
     dist, values = network.apply(params, batch.obs)
     advantages = batch.advantage
     if normalize_adv:
-        advantages = normalize_advantages(advantages, batch.valid)
+        advantages = normalize_advantages(advantages, batch.valid, axis_name=axis_name)
     policy_loss, aux = ppo_policy_loss(
         dist.log_prob(batch.action), batch.log_prob, advantages, hparams.clip_eps, batch.valid
     )
@@ -250,7 +251,7 @@ def make_ppo(
 
     def init(key: Key) -> PPOState:
         net_key, env_key = jax.random.split(key)
-        env_state, obs = env.reset(env_key, env_params)
+        env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
         params = network.init(net_key, obs)
         hparams = PPOHparams.from_config(cfg)
         return PPOState(
@@ -258,7 +259,7 @@ def make_ppo(
         )
 
     def update(state: PPOState, key: Key) -> tuple[PPOState, Metrics]:
-        rollout_key, sgd_key = jax.random.split(key)
+        rollout_key, sgd_key = jax.random.split(fold_in_axis(key, axis_name))
         policy = functools.partial(act, network, state.params)
         rollout = collect(
             env, env_params, policy, state.env_state, state.obs, rollout_key, cfg.rollout_len
@@ -291,6 +292,7 @@ def make_ppo(
             hparams=state.hparams,
             normalize_adv=cfg.normalize_advantages,
             clip_value=cfg.clip_value_loss,
+            axis_name=axis_name,
         )
         params, opt_state, metrics = minibatch_epochs(
             sgd_key,
@@ -303,7 +305,7 @@ def make_ppo(
             cfg.num_minibatches,
             axis_name,
         )
-        metrics = {**pmean(metrics, axis_name), **summarize(traj.episode)}
+        metrics = {**pmean(metrics, axis_name), **summarize(traj.episode, axis_name)}
         metrics["optim/lr"] = current_lr(
             state.hparams.lr, state.step * cfg.num_epochs * cfg.num_minibatches, anneal
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -50,19 +51,23 @@ def accumulate(
     return EpisodeAccumulator(jnp.where(done, 0.0, returns), jnp.where(done, 0, lengths)), report
 
 
-def summarize(episodes: EpisodeStats) -> Metrics:
+def summarize(episodes: EpisodeStats, axis_name: str | None = None) -> Metrics:
     """Reduces the reports of a rollout (any shape) to per-update metrics.
 
     ``episode/return`` and ``episode/length`` are means over the finished episodes and NaN when
     none finished; ``episode/count`` says how many there were, so that means over several
     updates can be weighted correctly.
     """
-    count = episodes.done.sum()
+    sums = (episodes.done.sum(), episodes.returns.sum(), episodes.lengths.sum())
+    if axis_name is not None:
+        # Data parallel: the episodes of every device's environments count together.
+        sums = jax.lax.psum(sums, axis_name)
+    count, returns, lengths = sums
     denom = jnp.maximum(count, 1)
     nan_if_none = jnp.where(count > 0, 1.0, jnp.nan)
     return {
-        "episode/return": episodes.returns.sum() / denom * nan_if_none,
-        "episode/length": episodes.lengths.sum() / denom * nan_if_none,
+        "episode/return": returns / denom * nan_if_none,
+        "episode/length": lengths / denom * nan_if_none,
         "episode/count": count,
     }
 

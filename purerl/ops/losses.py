@@ -5,20 +5,28 @@ from __future__ import annotations
 import chex
 import jax.numpy as jnp
 
+from purerl.ops.sgd import psum
 from purerl.types import Array
 
 
-def masked_mean(x: Array, mask: Array) -> Array:
-    """Mean of ``x`` over entries where ``mask`` is set (0 when none is)."""
+def masked_mean(x: Array, mask: Array, axis_name: str | None = None) -> Array:
+    """Mean of ``x`` over entries where ``mask`` is set (0 when none is).
+
+    With ``axis_name`` the mean is over the entries of every device on that axis.
+    """
     chex.assert_equal_shape([x, mask])
     mask = mask.astype(x.dtype)
-    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+    total, count = psum((jnp.sum(x * mask), jnp.sum(mask)), axis_name)
+    return total / jnp.maximum(count, 1.0)
 
 
-def normalize_advantages(advantages: Array, mask: Array, eps: float = 1e-8) -> Array:
-    """Standardises advantages over the valid entries of a minibatch."""
-    mean = masked_mean(advantages, mask)
-    var = masked_mean((advantages - mean) ** 2, mask)
+def normalize_advantages(
+    advantages: Array, mask: Array, eps: float = 1e-8, axis_name: str | None = None
+) -> Array:
+    """Standardises advantages over the valid entries of a minibatch (on every device of
+    ``axis_name``, so data-parallel shards are normalised as one minibatch)."""
+    mean = masked_mean(advantages, mask, axis_name)
+    var = masked_mean((advantages - mean) ** 2, mask, axis_name)
     return (advantages - mean) / (jnp.sqrt(var) + eps)
 
 

@@ -21,6 +21,20 @@ def pmean(x: PyTree, axis_name: str | None) -> PyTree:
     return x if axis_name is None else jax.lax.pmean(x, axis_name)
 
 
+def psum(x: PyTree, axis_name: str | None) -> PyTree:
+    """Sum over the named mapped axis, or ``x`` unchanged when there is none."""
+    return x if axis_name is None else jax.lax.psum(x, axis_name)
+
+
+def fold_in_axis(key: Key, axis_name: str | None) -> Key:
+    """A key of its own for each position on ``axis_name`` (``key`` itself without one).
+
+    Data-parallel replicas draw environment resets, exploration and minibatch orders from
+    their own streams, while parameters start from the shared key.
+    """
+    return key if axis_name is None else jax.random.fold_in(key, jax.lax.axis_index(axis_name))
+
+
 def flatten_time_batch(tree: PyTree) -> PyTree:
     """``[T, B, ...]`` leaves to ``[T * B, ...]``."""
     return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), tree)

@@ -1,0 +1,123 @@
+"""Run in a subprocess with 4 simulated CPU devices; prints one JSON line of findings.
+
+JAX_NUM_CPU_DEVICES=4 python tests/parallel/check_devices.py
+"""
+
+import dataclasses
+import functools
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import PartitionSpec as P
+
+from purerl import envs
+from purerl.algos.ppo import PPOBatch, PPOConfig, PPOHparams, make_ppo, ppo_loss
+from purerl.nets import make_actor_critic
+from purerl.ops.sgd import minibatch_epochs
+from purerl.parallel import DEVICE_AXIS, make_placement, select_devices
+from purerl.runtime import configure_jax
+from purerl.train import RunOptions, train
+
+TINY = PPOConfig(
+    num_envs=4, rollout_len=16, num_minibatches=2, num_epochs=2, hidden_sizes=(16,),
+    total_timesteps=4 * 16 * 4, num_seeds=4,
+)  # fmt: skip
+
+
+def max_difference(a, b) -> float:
+    pairs = zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    return max(float(np.abs(np.asarray(x) - np.asarray(y)).max()) for x, y in pairs)
+
+
+def seeds_mode_matches_single_device() -> dict:
+    env = envs.make(TINY.env, TINY.num_envs)
+    single = train(make_ppo(TINY, env), TINY, RunOptions(progress=False))
+    placement = make_placement(select_devices("cpu", 4), "seeds", 4, 4)
+    sharded = train(make_ppo(TINY, env), TINY, RunOptions(progress=False), placement=placement)
+    return {
+        "seeds_param_diff": max_difference(single.agents.state.params, sharded.agents.state.params),
+        "seeds_returns": [
+            single.summary["per_seed_final_return"],
+            sharded.summary["per_seed_final_return"],
+        ],
+    }
+
+
+def random_batch(spec, n: int) -> PPOBatch:
+    keys = jax.random.split(jax.random.key(7), 6)
+    return PPOBatch(
+        obs=jax.random.normal(keys[0], (n, *spec.obs_shape)),
+        action=jax.random.randint(keys[1], (n,), 0, 2),
+        log_prob=jnp.log(jnp.full((n,), 0.5)) + 0.1 * jax.random.normal(keys[2], (n,)),
+        value=jax.random.normal(keys[3], (n,)),
+        advantage=jax.random.normal(keys[4], (n,)) * 2 + 1,
+        target=jax.random.normal(keys[5], (n,)),
+        valid=jnp.ones((n,), bool),
+    )
+
+
+def data_mode_gradient_equals_full_batch() -> dict:
+    # One epoch of one minibatch: 4 devices each take a quarter of the same 64 samples and
+    # average gradients; one device takes all 64. Same data, so the same parameters.
+    cfg = dataclasses.replace(TINY, num_minibatches=1, num_epochs=1)
+    env = envs.make(cfg.env, 1)
+    network = make_actor_critic(env.spec, cfg.hidden_sizes, cfg.activation)
+    batch = random_batch(env.spec, 64)
+    params = network.init(jax.random.key(0), batch.obs[:1])
+    hparams = PPOHparams.from_config(cfg)
+    # Plain SGD: its step is proportional to the gradient, so a parameter difference measures
+    # a gradient difference (Adam's first step is about lr * sign(g), which magnifies float
+    # noise in near-zero gradient entries into whole steps).
+    tx = optax.sgd(0.1)
+
+    def step(params, batch, axis_name):
+        loss = functools.partial(
+            ppo_loss, network=network, hparams=hparams, normalize_adv=True, clip_value=True,
+            axis_name=axis_name,
+        )  # fmt: skip
+        return minibatch_epochs(
+            jax.random.key(1), params, tx.init(params), batch, loss, tx, 1, 1, axis_name
+        )[0]
+
+    full = jax.jit(lambda b: step(params, b, None))(batch)
+    # As in training, each device holds its own replica of the parameters (stacked [D, ...]):
+    # the algorithm then averages gradients itself with pmean.
+    replicated = jax.tree.map(lambda x: jnp.broadcast_to(x, (4, *x.shape)), params)
+
+    def on_device(params, batch):
+        out = step(jax.tree.map(lambda x: x[0], params), batch, DEVICE_AXIS)
+        return jax.tree.map(lambda x: x[None], out)
+
+    mesh = make_placement(select_devices("cpu", 4), "data", 1, 4).mesh
+    sharded = jax.jit(
+        jax.shard_map(on_device, mesh=mesh, in_specs=P(DEVICE_AXIS), out_specs=P(DEVICE_AXIS))
+    )(replicated, batch)
+    replicas = [jax.tree.map(lambda x, d=d: x[d], sharded) for d in range(4)]
+    return {
+        "data_grad_diff": max_difference(full, replicas[0]),
+        "data_replicas_equal": all(max_difference(replicas[0], r) == 0.0 for r in replicas),
+        "data_moved": max_difference(full, params),
+    }
+
+
+def data_mode_trains() -> dict:
+    cfg = dataclasses.replace(TINY, num_seeds=2)
+    placement = make_placement(select_devices("cpu", 4), "data", 2, 4)
+    algo = make_ppo(cfg, envs.make(cfg.env, 1), axis_name=DEVICE_AXIS)
+    result = train(algo, cfg, RunOptions(progress=False), placement=placement)
+    leaf = jax.tree.leaves(result.agents.state.params)[0]
+    return {"data_param_shape": list(leaf.shape), "data_updates": result.summary["num_updates"]}
+
+
+if __name__ == "__main__":
+    configure_jax()
+    assert jax.device_count() == 4, jax.devices()
+    findings = {
+        **seeds_mode_matches_single_device(),
+        **data_mode_gradient_equals_full_batch(),
+        **data_mode_trains(),
+    }
+    print(json.dumps(findings))

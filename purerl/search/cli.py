@@ -1,0 +1,243 @@
+"""Hyperparameter search from the command line or a YAML/JSON spec (``experiments/search.py``).
+
+    python experiments/search.py --env CartPole-v1 --param lr=loguniform:1e-4,1e-2 \\
+        --param num_envs=grid:4,8 --samples 8 --seeds 2 --budget 100000
+    python experiments/search.py --spec search.yaml --backend ray --gpus-per-trial 0.125
+
+Configurations that differ only in traced hyperparameters train as one vmapped program; each
+distinct value of a grouped field is another program. Writes a search directory
+(``runs/search-<algo>-<env>-<timestamp>/`` unless ``--search-dir``) with spec.json,
+results.csv, results.md, best_config.json and returns_vs_params.png.
+
+Exit codes: 0 done, 1 a trial failed (the others' results are written), 2 invalid input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import tyro
+
+from purerl import envs
+from purerl.config import ConfigError
+from purerl.extras import import_extra
+from purerl.logging import ProgressSink
+from purerl.rundir import default_run_dir, write_json
+from purerl.runtime import configure_jax, quiet_libraries
+from purerl.search.plan import SearchPlan, describe, make_plan, spec_record
+from purerl.search.results import DONE, Row, SearchProgress, markdown_table, write_results
+from purerl.search.spec import SPEC_KEYS, SpecError, parse_param_flag, parse_spec
+from purerl.sweep import SWEEP_ALGOS, run_batch
+from purerl.train import RunOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchArgs:
+    """Flags override the keys of --spec one by one; --param adds or replaces parameters."""
+
+    spec: str | None = None
+    """YAML or JSON spec file (keys: algo, env, preset, seeds, first_seed, budget, samples,
+    sample_seed, params)."""
+    algo: str | None = None
+    """Algorithm: ppo or dqn (default: ppo)."""
+    env: str | None = None
+    """Environment id (default: CartPole-v1)."""
+    preset: str | None = None
+    """Base preset (default: the env's preset, else the algorithm's defaults)."""
+    param: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """One parameter per --param: NAME=grid:V1,V2  NAME=choice:V1,V2  NAME=uniform:LOW,HIGH
+    NAME=loguniform:LOW,HIGH  or NAME=VALUE (fixed); lists of lists as JSON
+    (hidden_sizes=grid:[[32],[64,64]])."""
+    seeds: int | None = None
+    """Seeds per configuration (default: 1)."""
+    first_seed: int | None = None
+    """Seed of each configuration's first agent (default: the preset's)."""
+    samples: int | None = None
+    """Draws of the choice/uniform/loguniform parameters per grid point (default: 1)."""
+    sample_seed: int | None = None
+    """Seed of the numpy Generator that draws them (default: 0)."""
+    budget: int | None = None
+    """total_timesteps of every configuration (default: the preset's)."""
+    search_dir: str | None = None
+    """Output directory (default: runs/search-<algo>-<env>-<timestamp>); must not hold files."""
+    backend: Literal["local", "ray"] = "local"
+    """local: batches one after another in this process; ray: one Ray Tune trial per batch."""
+    configs_per_trial: int | None = None
+    """Most configurations vmapped in one program (default: a whole group)."""
+    cpus_per_trial: float | None = None
+    """Ray: CPUs each trial reserves (default: 1)."""
+    gpus_per_trial: float | None = None
+    """Ray: GPUs each trial reserves; fractions pack trials on one GPU (default: 0)."""
+    ray_address: str | None = None
+    """Ray: cluster address from `ray start --head` (default: start a local instance)."""
+    asha: bool = False
+    """Ray: stop lagging trials early with ASHA (rungs at 1/9 and 1/3 of the budget)."""
+    updates_per_chunk: int | None = None
+    """Updates per compiled chunk, i.e. between progress reports (default: about 20 chunks)."""
+    progress: bool = True
+    """Local: print each batch's progress per chunk."""
+
+
+def load_spec_file(path: str) -> dict[str, Any]:
+    """The mapping in a .yaml/.yml (needs pyyaml) or .json spec file."""
+    source = Path(path)
+    if not source.is_file():
+        raise SpecError(f"spec file {path} does not exist")
+    text = source.read_text(encoding="utf-8")
+    if source.suffix in (".yaml", ".yml"):
+        yaml = import_extra("yaml", "'purerl[search]'", "a YAML spec")
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise SpecError(f"{path} is not valid YAML: {' '.join(str(err).split())}") from None
+    elif source.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError as err:
+            raise SpecError(f"{path} is not valid JSON: {err}") from None
+    else:
+        raise SpecError(f"spec file {path} must end in .yaml, .yml or .json")
+    if not isinstance(data, dict):
+        raise SpecError(f"{path} must hold a mapping of spec keys")
+    return data
+
+
+def spec_data(args: SearchArgs) -> dict[str, Any]:
+    """The spec file's mapping with the flags given applied over it."""
+    data = load_spec_file(args.spec) if args.spec else {}
+    data.update({k: getattr(args, k) for k in SPEC_KEYS if getattr(args, k) is not None})
+    params = data.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise SpecError("params must map parameter names to a value or {kind: values}")
+    data["params"] = {**params, **dict(parse_param_flag(text) for text in args.param)}
+    return data
+
+
+def check_backend_flags(args: SearchArgs) -> None:
+    if args.backend != "ray":
+        given = [
+            flag
+            for flag, value in [
+                ("--cpus-per-trial", args.cpus_per_trial),
+                ("--gpus-per-trial", args.gpus_per_trial),
+                ("--ray-address", args.ray_address),
+                ("--asha", args.asha or None),
+            ]
+            if value is not None
+        ]
+        if given:
+            verb = "needs" if len(given) == 1 else "need"
+            raise ConfigError(f"{', '.join(given)} {verb} --backend ray")
+    else:
+        # Before anything is written: a missing Ray is invalid input, with the pip hint.
+        import_extra("ray.tune", "'purerl[search]'", "--backend ray")
+    if args.configs_per_trial is not None and args.configs_per_trial < 1:
+        raise ConfigError(f"--configs-per-trial must be at least 1, got {args.configs_per_trial}")
+    if args.cpus_per_trial is not None and args.cpus_per_trial <= 0:
+        raise ConfigError(f"--cpus-per-trial must be positive, got {args.cpus_per_trial}")
+    if args.gpus_per_trial is not None and args.gpus_per_trial < 0:
+        raise ConfigError(f"--gpus-per-trial must not be negative, got {args.gpus_per_trial}")
+    if args.updates_per_chunk is not None and args.updates_per_chunk < 1:
+        raise ConfigError(f"--updates-per-chunk must be at least 1, got {args.updates_per_chunk}")
+
+
+def create_search_dir(path: Path) -> Path:
+    """Creates ``path``; refuses a file or a directory that holds anything (never overwrites)."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError(
+            f"search directory {path} already exists and is not empty; pass another "
+            "--search-dir (existing results are never overwritten)"
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def grouped_values(plan: SearchPlan, indices: list[int]) -> str:
+    """The grouped (shape-changing) searched values a batch shares, for progress lines."""
+    traced = SWEEP_ALGOS[plan.algo].traced
+    shared = {k: v for k, v in plan.assignments[indices[0]].items() if k not in traced}
+    return describe(shared) if shared else "base shapes"
+
+
+def run_local(plan: SearchPlan, args: SearchArgs, progress: SearchProgress) -> list[Row]:
+    """Trains the batches one after another in this process."""
+    sweep_algo = SWEEP_ALGOS[plan.algo]
+    options = RunOptions(
+        progress=False, checkpoints=False, updates_per_chunk=args.updates_per_chunk
+    )
+    rows: list[Row] = []
+    for number, indices in enumerate(plan.batches):
+        configs = [plan.configs[i] for i in indices]
+        base = configs[0]
+        progress.started(number, len(indices), grouped_values(plan, indices))
+        sinks = []
+        if args.progress:
+            agents = len(configs) * base.num_seeds
+            sinks.append(ProgressSink(base.num_updates, base.env_steps_per_update, agents))
+        batch = run_batch(sweep_algo, configs, options, sinks)
+        new = [
+            Row(i, number, plan.assignments[i], result, plan.configs[i].num_updates, DONE)
+            for i, result in zip(indices, batch.configs, strict=True)
+        ]
+        progress.finished(number, new)
+        rows += new
+    return rows
+
+
+def run_search(args: SearchArgs) -> int:
+    """Validates everything, writes spec.json, trains, writes the results; the exit code."""
+    check_backend_flags(args)
+    spec = parse_spec(spec_data(args))
+    plan = make_plan(spec, args.configs_per_trial)
+    default = default_run_dir(f"search-{spec.algo}", spec.env)
+    search_dir = create_search_dir(Path(args.search_dir) if args.search_dir else default)
+    write_json(search_dir / "spec.json", spec_record(spec, plan.assignments))
+    print(
+        f"search: {spec.algo} on {spec.env}, {len(plan.configs)} configurations x {spec.seeds} "
+        f"seed(s) in {len(plan.batches)} program(s), backend {args.backend} -> {search_dir}",
+        flush=True,
+    )
+    progress = SearchProgress(len(plan.configs), len(plan.batches))
+    if args.backend == "ray":
+        from purerl.search.ray_backend import RayOptions, run_ray
+
+        options = RayOptions(
+            args.ray_address,
+            args.cpus_per_trial or 1.0,
+            args.gpus_per_trial or 0.0,
+            args.asha,
+            args.updates_per_chunk,
+        )
+        rows = run_ray(plan, options, search_dir, progress)
+    else:
+        rows = run_local(plan, args, progress)
+    best = write_results(search_dir, spec, rows)
+    print(markdown_table(spec, rows, limit=10), flush=True)
+    if best is None:
+        print("no configuration finished an episode: no best_config.json", flush=True)
+    else:
+        script = f"experiments/{spec.algo}.py"
+        print(
+            f"best: config {best.index} ({describe(best.values)}); re-run it with: "
+            f"python {script} --config {search_dir / 'best_config.json'}",
+            flush=True,
+        )
+    return 1 if any(row.status.startswith("error") for row in rows) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs a search from the command line and returns the process exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    configure_jax()
+    quiet_libraries()
+    try:
+        args = tyro.cli(SearchArgs, args=list(argv), description=__doc__)
+        return run_search(args)
+    except (ConfigError, envs.UnknownEnvError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

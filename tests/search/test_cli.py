@@ -1,0 +1,257 @@
+"""experiments/search.py: bad input exits 2 with one line; a tiny local search writes its files
+and its best configuration re-runs to the same returns."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from purerl import envs
+from purerl.algos.ppo import PPOConfig, make_ppo
+from purerl.rundir import load_config
+from purerl.search.cli import SearchArgs, main, spec_data
+from purerl.search.plan import make_plan
+from purerl.search.spec import parse_spec
+from purerl.train import RunOptions, train
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = [
+    "--param",
+    "rollout_len=16",
+    "--param",
+    "num_minibatches=2",
+    "--param",
+    "num_epochs=1",
+    "--param",
+    "hidden_sizes=8",
+    "--budget",
+    str(4 * 16 * 4),
+]
+SPEC = {
+    "algo": "ppo",
+    "env": "CartPole-v1",
+    "seeds": 2,
+    "budget": 256,
+    "params": {
+        "lr": {"grid": [1e-3, 1e-2]},
+        "num_envs": 4,
+        "rollout_len": 16,
+        "num_minibatches": 2,
+        "num_epochs": 1,
+        "hidden_sizes": [8],
+    },
+}
+SPEC_YAML = """\
+algo: ppo
+budget: 256
+params:
+  lr: {grid: [1.0e-3, 1e-2]}   # YAML 1.1 reads 1e-2 as a string; the parser converts it
+  hidden_sizes: [8]
+"""
+
+
+def run_script(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "search.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--param", "lrr=grid:0.1"], "unknown parameter 'lrr' for ppo; traced"),
+        (["--param", "lr=grid:"], "parameter lr: grid is empty"),
+        (["--param", "lr=loguniform:0,0.1"], "loguniform bounds must be positive"),
+        (["--param", "lr=uniform:0.1,0.01"], "uniform needs low < high"),
+        (["--samples", "0", "--param", "lr=uniform:0.1,0.2"], "samples must be at least 1"),
+        (["--algo", "a2c"], "unknown algorithm 'a2c'"),
+        (["--preset", "Pong"], "unknown preset 'Pong'"),
+        (["--asha"], "--asha needs --backend ray"),
+        (["--param", "num_minibatches=grid:3"], "configuration 0 (num_minibatches=3)"),
+    ],
+)
+def test_bad_specs_exit_2_with_one_line(tmp_path, capsys, args, message):
+    search_dir = tmp_path / "search"
+    code = main([*TINY, *args, "--search-dir", str(search_dir)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not search_dir.exists()
+
+
+def test_an_existing_search_dir_is_never_overwritten(tmp_path, capsys):
+    (tmp_path / "keep.txt").write_text("precious")
+    assert main([*TINY, "--search-dir", str(tmp_path)]) == 2
+    assert "already exists and is not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
+def test_the_script_exits_2_with_one_line_on_stderr(tmp_path):
+    proc = run_script(*TINY, "--param", "lr=loguniform:-1,0.1", "--search-dir", tmp_path / "s")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "loguniform bounds must be positive" in lines[0], proc.stderr
+
+
+def test_yaml_specs_load_with_flags_over_them(tmp_path):
+    pytest.importorskip("yaml", reason="pyyaml is not installed (pip install 'purerl[search]')")
+    (tmp_path / "spec.yaml").write_text(SPEC_YAML)
+    args = SearchArgs(spec=str(tmp_path / "spec.yaml"), budget=2048, param=("num_envs=grid:4,8",))
+    data = spec_data(args)
+    assert data["budget"] == 2048 and data["params"]["lr"] == {"grid": [1e-3, "1e-2"]}
+    assert data["params"]["num_envs"] == {"grid": ["4", "8"]}
+    assert [c.lr for c in make_plan(parse_spec(data)).configs] == [1e-3, 1e-3, 1e-2, 1e-2]
+
+
+@pytest.mark.parametrize(
+    "module, args, message",
+    [
+        ("yaml", ["--spec", "{dir}/spec.yaml"], "a YAML spec needs the optional package yaml"),
+        ("ray", ["--backend", "ray"], "--backend ray needs the optional package ray"),
+    ],
+)
+def test_missing_extras_name_the_pip_command(tmp_path, capsys, monkeypatch, module, args, message):
+    (tmp_path / "spec.yaml").write_text(SPEC_YAML)
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
+    monkeypatch.setitem(sys.modules, f"{module}.tune", None)
+    search_dir = tmp_path / "search"
+    argv = [a.format(dir=tmp_path) for a in args]
+    assert main([*TINY, *argv, "--search-dir", str(search_dir)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "pip install 'purerl[search]'" in err
+    assert not search_dir.exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_search(tmp_path_factory):
+    root = tmp_path_factory.mktemp("search")
+    (root / "spec.json").write_text(json.dumps(SPEC))
+    search_dir = root / "out"
+    assert main(["--spec", str(root / "spec.json"), "--search-dir", str(search_dir)]) == 0
+    with open(search_dir / "results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return search_dir, rows
+
+
+@pytest.mark.slow
+def test_tiny_local_search_writes_csv_table_best_config_spec_and_plot(tiny_search):
+    search_dir, rows = tiny_search
+    assert [float(r["lr"]) for r in rows] == [1e-3, 1e-2]
+    for row in rows:
+        returns = [float(row["return_seed_0"]), float(row["return_seed_1"])]
+        assert float(row["mean_return"]) == pytest.approx(np.mean(returns))
+        assert float(row["std_return"]) == pytest.approx(np.std(returns))
+        assert row["status"] == "done" and int(row["updates"]) == 4
+        assert float(row["steps_per_second"]) > 0
+    best = max(rows, key=lambda r: float(r["mean_return"]))
+    table = (search_dir / "results.md").read_text().splitlines()
+    ranked = [line for line in table if line.startswith("| 1 |")]
+    assert ranked and ranked[0].startswith(f"| 1 | {best['config']} | ")
+    record = json.loads((search_dir / "best_config.json").read_text())
+    assert record["algo"] == "ppo" and record["config"]["lr"] == float(best["lr"])
+    assert set(record) == {"algo", "config", "run", "versions", "created"}
+    spec = json.loads((search_dir / "spec.json").read_text())
+    assert spec["params"]["lr"] == {"grid": [1e-3, 1e-2]} and spec["seeds"] == 2
+    from matplotlib.image import imread
+
+    pixels = imread(search_dir / "returns_vs_params.png")
+    assert pixels.shape[0] > 100 and pixels[..., :3].std() > 0.05
+
+
+def best_row(rows):
+    return max(rows, key=lambda r: float(r["mean_return"]))
+
+
+@pytest.mark.slow
+def test_best_config_reruns_to_its_rows_returns(tiny_search):
+    search_dir, rows = tiny_search
+    best = best_row(rows)
+    cfg = load_config(search_dir / "best_config.json", "ppo", PPOConfig)
+    result = train(make_ppo(cfg, envs.make(cfg.env, cfg.num_envs)), cfg, RunOptions(progress=False))
+    expected = [float(best["return_seed_0"]), float(best["return_seed_1"])]
+    np.testing.assert_allclose(result.final_returns, expected, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_best_config_reruns_through_the_ppo_command(tiny_search, tmp_path):
+    search_dir, rows = tiny_search
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "experiments" / "ppo.py"),
+            "--config",
+            str(search_dir / "best_config.json"),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    best = best_row(rows)
+    expected = [float(best["return_seed_0"]), float(best["return_seed_1"])]
+    np.testing.assert_allclose(summary["per_seed_final_return"], expected, rtol=1e-5)
+
+
+def test_help_lists_flags():
+    proc = run_script("--help")
+    assert proc.returncode == 0
+    for flag in [
+        "--spec",
+        "--algo",
+        "--env",
+        "--preset",
+        "--param",
+        "--seeds",
+        "--samples",
+        "--sample-seed",
+        "--budget",
+        "--search-dir",
+        "--backend",
+        "--configs-per-trial",
+        "--cpus-per-trial",
+        "--gpus-per-trial",
+        "--ray-address",
+        "--asha",
+        "--updates-per-chunk",
+    ]:
+        assert flag in proc.stdout
+
+
+DQN_TINY = [
+    "--algo",
+    "dqn",
+    *("--param", "num_envs=4", "--param", "rollout_len=8", "--param", "buffer_size=64"),
+    *("--param", "batch_size=16", "--param", "learning_starts=32", "--param", "hidden_sizes=8"),
+    *("--param", "exploration_fraction=grid:0.2,0.8", "--budget", str(4 * 8 * 3)),
+]
+
+
+@pytest.mark.slow
+def test_tiny_dqn_search_reports_progress_per_chunk(tmp_path, capsys):
+    search_dir = tmp_path / "search"
+    assert main([*DQN_TINY, "--updates-per-chunk", "1", "--search-dir", str(search_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "[batch 1/1] 2 configuration(s) as one program (base shapes)" in out
+    assert [line.split(" |")[0] for line in out.splitlines() if line.startswith("update ")] == [
+        "update 1/3",
+        "update 2/3",
+        "update 3/3",
+    ]
+    assert "[batch 1/1] done: 2/2 configurations | best so far: config " in out
+    record = json.loads((search_dir / "best_config.json").read_text())
+    assert record["algo"] == "dqn" and record["config"]["buffer_size"] == 64

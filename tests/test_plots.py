@@ -1,5 +1,6 @@
 """Trial graphs and run comparisons: valid, non-blank PNGs of the documented size."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,13 +67,18 @@ def test_drawing_selects_no_backend_and_leaves_no_pyplot_figures(tmp_path):
     # backend choice and pyplot's figure list are left as they were.
     code = (
         "import pathlib, numpy as np, matplotlib\n"
+        "backend_before = matplotlib.rcParams._get_backend_or_none()\n"
         "from purerl.plots import write_trial_graphs\n"
         "from tests.run_fixtures import write_synthetic_run\n"
         f"write_trial_graphs(write_synthetic_run(pathlib.Path({str(tmp_path / 'r')!r}),"
         " np.ones((1, 3))))\n"
-        "assert matplotlib.rcParams._get_backend_or_none() is None\n"
+        "assert matplotlib.rcParams._get_backend_or_none() == backend_before\n"
         "import matplotlib.pyplot as plt\n"
         "assert plt.get_fignums() == []\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    # Without MPLBACKEND the backend starts unresolved, which is what an import could change.
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr

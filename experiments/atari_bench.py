@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import platform
-import resource
 import statistics
 import time
 
@@ -36,6 +35,8 @@ from purerl.runtime import configure_jax
 # Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
 # async dispatch is fixed when the client is created.
 configure_jax()
+
+from timing import peak_rss_mib, timed  # noqa: E402
 
 from purerl import envs  # noqa: E402
 from purerl.algos.ppo import act, make_ppo  # noqa: E402
@@ -56,12 +57,6 @@ class AtariBenchArgs:
     """Timed calls per row after the warm-up call."""
     precision: str = "fp32"
     """Network compute precision (fp32 or bf16)."""
-
-
-def timed(fn, *args) -> float:
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    return time.perf_counter() - start
 
 
 def main(args: AtariBenchArgs) -> None:
@@ -150,7 +145,7 @@ def report(args, cfg, steps, times, compile_s) -> None:
         f"\ntime split of a PPO update: simulator {env_share:.0%}, acting (policy forward) "
         f"{act_share:.0%}, learning {1 - env_share - act_share:.0%}"
     )
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     print(f"peak resident memory: {peak:,.0f} MiB")
 
 

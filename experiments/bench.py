@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
 
 import jax
 import tyro
@@ -38,6 +36,7 @@ from purerl.train import compile_chunk, init_agents  # noqa: E402
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 import peers  # noqa: E402
+from timing import Runner, measure, peak_rss_mib  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +62,6 @@ class BenchArgs:
 BUILDERS = {"ppo": make_ppo, "dqn": make_dqn}
 PEERS = {"ppo": peers.make_rejax_ppo, "dqn": peers.make_rejax_dqn}
 
-Runner = Callable[[int], float]
 """``run(call_index) -> seconds`` for one full call on fresh seeds."""
 
 
@@ -106,21 +104,6 @@ def rejax_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
         return time.perf_counter() - start
 
     return run, compile_s
-
-
-def measure(runners: dict[str, Runner], repeats: int) -> dict[str, list[float]]:
-    """Warm-up call, then ``repeats`` timed calls, alternating between runners (A B A B ...)."""
-    times: dict[str, list[float]] = {name: [] for name in runners}
-    for call in range(repeats + 1):
-        for name, run in runners.items():
-            seconds = run(call)
-            if call > 0:
-                times[name].append(seconds)
-    return times
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def bench_config(args: BenchArgs):

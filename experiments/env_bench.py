@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-import resource
 import statistics
 import sys
 import time
@@ -42,6 +41,8 @@ configure_jax()
 from purerl.envs.snake import make_snake  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from timing import Runner, measure, peak_rss_mib  # noqa: E402
+
 from tests.envs.snake_reference import SnakeReference  # noqa: E402
 
 
@@ -65,7 +66,6 @@ class EnvBenchArgs:
     """Steps of one timed call of the NumPy reference."""
 
 
-Runner = Callable[[int], float]
 """``run(call_index) -> seconds`` for one call on fresh keys or a fresh seed."""
 
 
@@ -188,21 +188,6 @@ def cartpole_numpy_runner(args: EnvBenchArgs) -> Runner:
         return time.perf_counter() - start
 
     return run
-
-
-def measure(runners: dict[str, Runner], repeats: int) -> dict[str, list[float]]:
-    """Warm-up call, then ``repeats`` timed calls, alternating between runners (A B A B ...)."""
-    times: dict[str, list[float]] = {name: [] for name in runners}
-    for call in range(repeats + 1):
-        for name, run in runners.items():
-            seconds = run(call)
-            if call > 0:
-                times[name].append(seconds)
-    return times
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def print_header(args: EnvBenchArgs) -> None:

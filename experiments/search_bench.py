@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-import resource
 import statistics
 import sys
 import time
@@ -29,6 +28,8 @@ from purerl.runtime import configure_jax
 # Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
 # async dispatch is fixed when the client is created.
 configure_jax()
+
+from timing import peak_rss_mib  # noqa: E402
 
 from purerl import envs  # noqa: E402
 from purerl.algos.ppo import make_ppo  # noqa: E402
@@ -123,7 +124,7 @@ def print_table(args, base, times, compile_s, ratios) -> None:
     )
     with_compile = (compile_s[1] + tk) / (k * compile_s[0] + tq)
     print(f"sweep vs {k} separate processes (each compiling): {with_compile:.2f} of the cost")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     print(f"peak resident memory: {peak:.0f} MiB")
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from purerl.distributions import Categorical, DiagGaussian, Distribution
 from purerl.envs.base import ActionSpace, Box, Discrete, EnvSpec
+from purerl.ops.conv import conv2d
 from purerl.types import Array
 
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "swish": nn.swish}
@@ -66,6 +67,25 @@ class MLP(nn.Module):
         return x
 
 
+class Conv(nn.Module):
+    """A ``VALID`` square convolution plus bias on ``[N, H, W, C]``, with the parameters of
+    ``nn.Conv`` (``kernel [k, k, C_in, C_out]``, ``bias``); it computes with ``ops.conv.conv2d``,
+    whose gradients stay fast inside XLA:CPU loops."""
+
+    features: int
+    size: int
+    stride: int
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        shape = (self.size, self.size, x.shape[-1], self.features)
+        kernel = self.param("kernel", hidden_init(), shape)
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        y = conv2d(x.astype(self.dtype), kernel.astype(self.dtype), self.stride)
+        return y + bias.astype(self.dtype)
+
+
 class NatureCNN(nn.Module):
     """The convolutional torso of Mnih et al. (2015, Methods): 32 8x8/4, 64 4x4/2, 64 3x3/1
     convolutions and a 512-unit layer, all ReLU.
@@ -80,11 +100,7 @@ class NatureCNN(nn.Module):
     def __call__(self, obs: Array) -> Array:
         x = jnp.transpose(obs, (0, 2, 3, 1)).astype(self.dtype) / 255.0
         for features, size, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
-            conv = nn.Conv(
-                features, (size, size), (stride, stride), "VALID", kernel_init=hidden_init(),
-                dtype=self.dtype,
-            )  # fmt: skip
-            x = nn.relu(conv(x))
+            x = nn.relu(Conv(features, size, stride, self.dtype)(x))
         x = x.reshape(x.shape[0], -1)
         return nn.relu(nn.Dense(512, kernel_init=hidden_init(), dtype=self.dtype)(x))
 

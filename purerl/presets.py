@@ -102,6 +102,24 @@ DQN_PRESETS: dict[str, DQNConfig] = {
     # PureJaxRL's CartPole DQN; DQNConfig's defaults are this preset.
     "CartPole-v1": DQNConfig(env="CartPole-v1"),
     "Acrobot-v1": DQNConfig(env="Acrobot-v1", total_timesteps=500_000, loss="huber"),
+    # Snake 10x10 from its [10, 10, 3] grid, 256 games as for PPO: one gradient step of 512
+    # per vector step (replay ratio 2), Double-DQN targets and a Huber loss (BENCHMARKS.md).
+    "Snake-v0": DQNConfig(
+        env="Snake-v0",
+        num_envs=256,
+        rollout_len=16,
+        buffer_size=256 * 1024,
+        batch_size=512,
+        learning_starts=256 * 100,
+        target_update_period=256 * 50,
+        lr=5e-4,
+        eps_end=0.02,
+        exploration_fraction=0.2,
+        loss="huber",
+        double_q=True,
+        hidden_sizes=(256, 256),
+        total_timesteps=3_000_000,
+    ),
 }
 
 DQN_PRESETS.update({f"{game}-v5": atari_dqn(f"{game}-v5") for game in ATARI_GAMES})

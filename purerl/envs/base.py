@@ -67,6 +67,17 @@ class Box:
 ActionSpace = Discrete | Box
 
 
+def action_space_from(space: Any) -> ActionSpace:
+    """Converts a gymnax or Gymnasium action space (anything with ``n``, or ``shape``, ``low``
+    and ``high``) into ours; bounds are broadcast to the full shape and stored flat."""
+    if hasattr(space, "n"):
+        return Discrete(int(space.n))
+    shape = tuple(space.shape)
+    low = np.broadcast_to(np.asarray(space.low, np.float32), shape).ravel()
+    high = np.broadcast_to(np.asarray(space.high, np.float32), shape).ravel()
+    return Box(tuple(map(float, low)), tuple(map(float, high)), shape)
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
     """Static description of an environment.

@@ -29,7 +29,7 @@ import numpy as np
 from jax.experimental import io_callback
 
 from purerl.envs import stats
-from purerl.envs.base import Box, Discrete, EnvSpec, Step
+from purerl.envs.base import EnvSpec, Step, action_space_from
 from purerl.types import Array, Key
 
 ATARI_GAMES = (
@@ -261,15 +261,8 @@ def _check_seeds(env: EnvPoolEnv, axis_size: int) -> None:
 
 def _spaces(pool: Any) -> tuple[tuple[int, ...], str, Any]:
     obs_space, act_space = pool.observation_space, pool.action_space
-    if hasattr(act_space, "n"):
-        action_space = Discrete(int(act_space.n))
-    else:
-        shape = tuple(act_space.shape)
-        low = np.broadcast_to(np.asarray(act_space.low, np.float32), shape).ravel()
-        high = np.broadcast_to(np.asarray(act_space.high, np.float32), shape).ravel()
-        action_space = Box(tuple(map(float, low)), tuple(map(float, high)), shape)
     dtype = "uint8" if obs_space.dtype == np.uint8 else "float32"
-    return tuple(obs_space.shape), dtype, action_space
+    return tuple(obs_space.shape), dtype, action_space_from(act_space)
 
 
 def make_envpool(

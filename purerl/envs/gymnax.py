@@ -8,7 +8,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.envs.base import ActionSpace, Box, Discrete, EnvSpec, Step, no_episodes
+from purerl.envs.base import EnvSpec, Step, action_space_from, no_episodes
 from purerl.types import Array, Key
 
 
@@ -49,15 +49,6 @@ class GymnaxEnv:
         )
 
 
-def _action_space(space: Any) -> ActionSpace:
-    if hasattr(space, "n"):
-        return Discrete(int(space.n))
-    shape = tuple(space.shape)
-    low = np.broadcast_to(np.asarray(space.low, np.float32), shape).ravel()
-    high = np.broadcast_to(np.asarray(space.high, np.float32), shape).ravel()
-    return Box(tuple(map(float, low)), tuple(map(float, high)), shape)
-
-
 def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
     """Builds a gymnax environment; keyword arguments override fields of its ``EnvParams``.
 
@@ -79,6 +70,6 @@ def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
         id=env_id,
         obs_shape=tuple(obs_space.shape),
         obs_dtype=np.dtype(obs_space.dtype).name,
-        action_space=_action_space(env.action_space(params)),
+        action_space=action_space_from(env.action_space(params)),
     )
     return GymnaxEnv(env, params, spec)

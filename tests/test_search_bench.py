@@ -1,23 +1,12 @@
 """experiments/search_bench.py, run as a user would: a subprocess with tiny sizes."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "search_bench.py"
+from tests.test_cli import run_script
 
 
 def run_bench(*args):
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-        timeout=600,
-    )
+    return run_script("search_bench.py", *args)
 
 
 @pytest.mark.slow

@@ -51,9 +51,7 @@ def test_forward_and_gradients_match_numpy(n, h, w, c_in, c_out, k, stride):
     rng = np.random.default_rng(h * 100 + k)
     x = rng.normal(size=(n, h, w, c_in))
     kernel = rng.normal(size=(k, k, c_in, c_out))
-    out, vjp = jax.vjp(
-        lambda a, b: conv2d(a, b, stride), jnp.float32(x), jnp.float32(kernel)
-    )
+    out, vjp = jax.vjp(lambda a, b: conv2d(a, b, stride), jnp.float32(x), jnp.float32(kernel))
     expected = conv_reference(x, kernel, stride)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 

@@ -5,14 +5,14 @@
 #   docker build -t purerl .                             # GPU (default): CUDA 12, '.[cuda12,atari]'
 #   docker build --build-arg FLAVOR=cpu -t purerl:cpu .  # CPU only: python:3.11-slim, '.[atari]'
 #
-#   docker run --gpus all -v "$PWD/runs:/app/runs" purerl ppo --env Breakout-v5 --num-envs 16
-#   docker run --rm purerl:cpu ppo --env CartPole-v1 --num-seeds 4
+#   docker run --gpus all -v "$PWD/runs:/app/runs" purerl train ppo --env Breakout-v5 --num-envs 16
+#   docker run --rm purerl:cpu train ppo --env CartPole-v1 --num-seeds 4
 #   docker run --rm -it purerl bash
 #
-# The first argument of `docker run` picks an experiment (ppo, dqn, evaluate, plot, search,
-# bench, atari-bench, env-bench, bench-table; see docker/entrypoint.sh); anything else runs as
-# given. Other build arguments: EXTRAS (pip extras instead of the flavour's, e.g.
-# cuda12,atari,search), CUDA_IMAGE, PYTHON_IMAGE and USER_ID (the container user's id, to match
+# The arguments of `docker run` are a purerl command (train, eval, plot, search, envs, doctor),
+# an algorithm name (short for `train <algorithm>`), `bench NAME` for a benchmark module, or
+# anything executable (see docker/entrypoint.sh). Other build arguments: EXTRAS (pip extras
+# instead of the flavour's, e.g. cuda12,atari,search), CUDA_IMAGE, PYTHON_IMAGE and USER_ID (the container user's id, to match
 # the owner of a mounted runs/ directory). docs/cluster.md covers multi-GPU and multi-host runs.
 
 ARG FLAVOR=gpu
@@ -80,8 +80,7 @@ COPY purerl/ purerl/
 RUN pip install --no-cache-dir --no-deps --force-reinstall . \
     && rm -rf build ./*.egg-info
 
-# The rest: experiments/ (the entry points), docker/, and tests/ (env-bench compares Snake with
-# the NumPy reference in tests/envs/).
+# The rest: docker/ (the entry point), benchmarks/ (`bench NAME`), experiments/ and tests/.
 COPY . .
 
 # A non-root user; the code stays root-owned and read-only, runs/ is the writable part (group 0
@@ -92,4 +91,4 @@ RUN useradd --create-home --uid "${USER_ID}" --shell /bin/bash purerl \
 USER ${USER_ID}
 
 ENTRYPOINT ["/app/docker/entrypoint.sh"]
-CMD ["ppo", "--help"]
+CMD ["--help"]

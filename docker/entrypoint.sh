@@ -1,27 +1,28 @@
 #!/usr/bin/env bash
-# Entry point of the purerl image: `docker run purerl <command> [arguments...]`.
+# Entry point of the purerl image: `docker run purerl COMMAND [ARGUMENTS...]`.
 #
-# A command named below runs that experiment script with the remaining arguments, e.g.
-# `ppo --env Breakout-v5 --num-envs 16` -> `python experiments/ppo.py --env Breakout-v5 ...`.
-# Anything else is executed as given (`bash`, `python -c ...`, `nvidia-smi`).
+#   train ppo --env Breakout-v5 ...   any purerl command (train, eval, plot, search, envs, doctor)
+#   ppo --env Breakout-v5 ...         an algorithm name alone means `purerl train <algorithm>`
+#   bench throughput --seeds 1 8      a benchmark module: python -m benchmarks.<name>
+#   bash, python -c ..., nvidia-smi   anything executable runs as given
 set -euo pipefail
 
-# Scripts are found beside this file, so the container's working directory (where runs/ is
-# written) can be changed with `docker run -w`.
+# The benchmarks package sits beside this file's folder, so the working directory (where runs/
+# is written) can be changed with `docker run -w`.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+purerl_commands=(train eval plot search envs doctor)
 
 usage() {
     cat <<USAGE
 usage: docker run [docker options] purerl COMMAND [ARGUMENTS...]
 
-Experiment commands (each runs experiments/<script>.py; add --help for its flags):
-  ppo           train PPO                     dqn           train DQN
-  evaluate      evaluate a run's checkpoint   plot          compare runs, learning curves
-  search        hyperparameter search         bench         training throughput table
-  atari-bench   Atari frames/s vs EnvPool     env-bench     environment steps/s
-  bench-table   preset matrix -> table
-
-Any other COMMAND is executed as given, e.g. bash or python -c '...'.
+purerl commands (add --help to any of them):
+  train ALGORITHM   train an agent          eval RUN_DIR     evaluate a run, record a video
+  plot RUN_DIR...   compare runs            search           hyperparameter search
+  envs              environment ids         doctor           what works here, how fast
+ALGORITHM alone is short for train ALGORITHM (ppo --env Breakout-v5 ...).
+bench NAME        python -m benchmarks.NAME (throughput, atari, envs, table, search)
+Anything else executable runs as given, e.g. bash or python -c '...'.
 USAGE
 }
 
@@ -31,21 +32,29 @@ if [ "$#" -eq 0 ]; then
 fi
 
 case "$1" in
-    ppo) script=ppo.py ;;
-    dqn) script=dqn.py ;;
-    evaluate) script=evaluate.py ;;
-    plot) script=plot.py ;;
-    search) script=search.py ;;
-    bench) script=bench.py ;;
-    atari-bench) script=atari_bench.py ;;
-    env-bench) script=env_bench.py ;;
-    bench-table) script=bench_table.py ;;
     help | -h | --help)
         usage
         exit 0
         ;;
-    *) exec "$@" ;;
+    bench)
+        if [ "$#" -lt 2 ]; then
+            usage
+            exit 2
+        fi
+        module="$2"
+        shift 2
+        cd "$root" && exec python -m "benchmarks.${module}" "$@"
+        ;;
 esac
 
-shift
-exec python "$root/experiments/$script" "$@"
+for command in "${purerl_commands[@]}"; do
+    if [ "$1" = "$command" ]; then
+        exec purerl "$@"
+    fi
+done
+
+if command -v "$1" >/dev/null 2>&1; then
+    exec "$@"
+fi
+# Not a command and not an executable: an algorithm name (purerl says so if it is not one).
+exec purerl train "$@"

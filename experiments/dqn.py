@@ -1,23 +1,13 @@
 """Train DQN: ``python experiments/dqn.py --env CartPole-v1 --num-seeds 4``.
 
-``--env`` picks that environment's preset (purerl/presets.py), ``--preset`` a named one, and
-``--config runs/<dir>`` a saved run's configuration; any other flag overrides single fields.
-``--resume runs/<dir>`` continues a run from its latest checkpoint. Writes
-runs/dqn-<env>-<timestamp>/ with config.json, metrics.jsonl, summary.json and checkpoints/.
+The same command as ``purerl train dqn`` (every flag, preset and exit code), kept for
+checkouts without the console script. ``--help`` lists the flags.
 """
 
 import sys
 
-from purerl.runtime import configure_jax, start_distributed_from_argv
+from purerl.cli import guarded
+from purerl.cli.train import train_algo
 
 if __name__ == "__main__":
-    # Both must come first: the imports below create JAX's backend (importing gymnax does),
-    # which fixes its settings and must be joined to a multi-process run beforehand.
-    configure_jax()
-    start_distributed_from_argv(sys.argv[1:])
-    from purerl.algos.dqn import DQNConfig, make_dqn
-    from purerl.cli import Command, main
-    from purerl.presets import DQN_PRESETS
-
-    command = Command("dqn", DQNConfig, make_dqn, DQN_PRESETS, __doc__)
-    sys.exit(main(command, script=sys.argv[0]))
+    sys.exit(guarded(lambda: train_algo("dqn", sys.argv[1:], f"python {sys.argv[0]}")))

@@ -1,21 +1,9 @@
-"""Hyperparameter search: ``python experiments/search.py --param lr=loguniform:1e-4,1e-2``.
-
-Configurations differing only in traced hyperparameters (PPOHparams / DQNHparams fields) train
-as one vmapped program; grouped fields (shapes, loop lengths, branches) get one program per
-value. ``--spec FILE`` reads a YAML/JSON spec, ``--backend ray`` runs each program as a Ray Tune
-trial (``pip install 'purerl[search]'``). Writes runs/search-<algo>-<env>-<timestamp>/ with
-spec.json, results.csv, results.md, best_config.json and returns_vs_params.png.
-"""
+"""``purerl search`` as a script: ``python experiments/search.py --help`` lists its flags."""
 
 import sys
 
-from purerl.runtime import configure_jax
-
-# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
-# async dispatch is fixed when the client is created.
-configure_jax()
-
-from purerl.search.cli import main  # noqa: E402
+from purerl.cli import guarded
+from purerl.cli.search import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(lambda: main(sys.argv[1:], f"python {sys.argv[0]}")))

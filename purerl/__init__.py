@@ -1,3 +1,33 @@
-"""purerl: pure-functional reinforcement learning compiled end to end with JAX."""
+"""purerl: pure-functional reinforcement learning compiled end to end with JAX.
+
+>>> import purerl
+>>> result = purerl.train("ppo", env="CartPole-v1", num_seeds=4)
+>>> result.summary.final_mean_return
+>>> policy = purerl.load("runs/<dir>")     # a trained policy, callable on observations
+
+Importing purerl (or any of its modules) creates no JAX backend and imports no environment
+library; the API functions load what they need when called.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+__all__ = ["__version__", "load", "make_train", "train"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "train":
+        # The module is callable: purerl.train(...) trains, import purerl.train imports it.
+        return importlib.import_module("purerl.train")
+    if name == "make_train":
+        return importlib.import_module("purerl.train").make_train
+    if name == "load":
+        return importlib.import_module("purerl.policy").load
+    try:  # submodules on first use: purerl.algos.get(...), purerl.envs.make(...)
+        return importlib.import_module(f"purerl.{name}")
+    except ModuleNotFoundError:
+        raise AttributeError(f"module 'purerl' has no attribute {name!r}") from None

@@ -32,6 +32,15 @@ class CheckpointError(Exception):
     """A checkpoint that cannot be used; the message says which and what to do."""
 
 
+class UnreadableCheckpointError(CheckpointError):
+    """A checkpoint whose files cannot be read (truncated, corrupted, not a checkpoint)."""
+
+    def __init__(self, step: int, message: str, reason: str):
+        super().__init__(message)
+        self.step = step
+        self.reason = reason
+
+
 class Snapshot(NamedTuple):
     """What a checkpoint restores: agents stacked over seeds, and the run's history so far."""
 
@@ -118,11 +127,22 @@ class Checkpointer:
         self.record = record
         self.transient = tuple(transient)
         self.manager = _manager(self.directory, keep_last, keep_best)
+        self.last_saved: int | None = None
+        """Updates done at the latest checkpoint this process saved."""
 
     def save(
-        self, updates_done: int, agents: Any, history: dict[str, np.ndarray], mean_return: float
+        self,
+        updates_done: int,
+        agents: Any,
+        history: dict[str, np.ndarray],
+        mean_return: float | None,
+        sessions: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Starts writing checkpoint ``updates_done``; returns once the arrays are copied."""
+        """Starts writing checkpoint ``updates_done``; returns once the arrays are copied.
+
+        ``sessions`` (one timing record per process so far) is stored in the checkpoint's
+        record, so a resumed run can report the time of the whole run.
+        """
         import orbax.checkpoint as ocp
 
         tree = {
@@ -136,6 +156,7 @@ class Checkpointer:
             "updates_done": updates_done,
             "mean_return": float(mean_return) if finite else None,
             "transient": list(self.transient),
+            "sessions": list(sessions),
         }
         self.manager.save(
             updates_done,
@@ -145,6 +166,7 @@ class Checkpointer:
             metrics={"mean_return": float(mean_return)} if finite else None,
             force=True,
         )
+        self.last_saved = updates_done
 
     def close(self) -> None:
         """Waits for pending saves to finish."""
@@ -174,8 +196,13 @@ def _read_record(manager: Any, step: int) -> dict[str, Any]:
 def best_step(run_dir: Path, steps: Sequence[int]) -> int:
     """The step with the highest recorded mean return (the latest one if none has a return)."""
     manager = _manager(checkpoint_dir(run_dir), read_only=True)
+    returns = {}
     try:
-        returns = {s: _read_record(manager, s).get("mean_return") for s in steps}
+        for step in steps:
+            try:
+                returns[step] = _read_record(manager, step).get("mean_return")
+            except Exception:  # an unreadable checkpoint is never the best one
+                returns[step] = None
     finally:
         manager.close()
     scored = [s for s in steps if returns[s] is not None]
@@ -253,7 +280,7 @@ def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any
         try:
             record = _read_record(manager, step)
         except Exception as err:  # orbax raises many types for unreadable files
-            raise _unreadable(where, err) from err
+            raise _unreadable(step, where, err) from err
         _check_identity(record, expected, where)
         transient = tuple(record.get("transient", ()))
         done = int(record["updates_done"])
@@ -268,7 +295,7 @@ def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any
                 step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target))
             ).state
         except Exception as err:
-            raise _unreadable(where, err) from err
+            raise _unreadable(step, where, err) from err
     finally:
         manager.close()
     agents = _data_to_keys(restored["agents"], _strip(fresh_agents, transient))
@@ -278,12 +305,36 @@ def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any
     return Snapshot(agents, history, done, record)
 
 
-def _unreadable(where: str, err: Exception) -> CheckpointError:
+def _unreadable(step: int, where: str, err: Exception) -> UnreadableCheckpointError:
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return CheckpointError(
-        f"{where} cannot be read ({reason[:200]}); it may be corrupted or from another "
-        "version: pass another --checkpoint step"
+    reason = reason[:200]
+    return UnreadableCheckpointError(
+        step,
+        f"{where} cannot be read ({reason}); it may be corrupted or from another version",
+        reason,
     )
+
+
+def restore_newest_readable(
+    run_dir: Path, steps: Sequence[int], fresh_agents: Any, expected: dict[str, Any]
+) -> tuple[Snapshot, list[UnreadableCheckpointError]]:
+    """Restores the newest of ``steps`` that can be read, skipping unreadable ones.
+
+    Returns:
+        The snapshot, and the errors of the newer checkpoints that were skipped.
+
+    Raises:
+        CheckpointError: none of ``steps`` can be read, or one belongs to another run (a
+            foreign checkpoint is never skipped over).
+    """
+    skipped: list[UnreadableCheckpointError] = []
+    for step in sorted(steps, reverse=True):
+        try:
+            return restore(run_dir, step, fresh_agents, expected), skipped
+        except UnreadableCheckpointError as err:
+            skipped.append(err)
+    reasons = "; ".join(f"{err.step}: {err.reason}" for err in skipped)
+    raise CheckpointError(f"no checkpoint of {run_dir} can be read ({reasons})")
 
 
 def config_dict(cfg: Any) -> dict[str, Any]:

@@ -1,14 +1,42 @@
-"""Configuration shared by the algorithms: frozen dataclasses that tyro turns into CLIs."""
+"""Configuration shared by the algorithms: frozen dataclasses that tyro turns into CLIs.
+
+Every configuration is validated when it is built, whatever built it (the command line, a saved
+``config.json``, the Python API): a value that cannot run raises ``ConfigError`` naming the flag
+and what to do, before any environment, program or file is made.
+"""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any
+import math
+import typing
+from typing import Any, Literal
+
+Activation = Literal["tanh", "relu", "gelu", "swish"]
+Precision = Literal["fp32", "bf16"]
+
+MAX_UPDATES = 2**31 - 1
+"""Updates are counted in int32 (``state.step``, ``fold_in(key, step)``)."""
+MAX_TOTAL_TIMESTEPS = 10**15
+"""About a year of training at 30M environment steps per second: beyond any machine."""
+MAX_BATCH = 2**31 - 1
+"""Transitions in one update over all seeds: XLA indexes arrays with int32."""
+MAX_WIDTH = 2**16
+"""Widest hidden layer accepted."""
+MAX_LAYERS = 64
+"""Most hidden layers accepted."""
+MAX_SEED = 2**31 - 1
+"""Seeds travel as int32."""
 
 
 class ConfigError(Exception):
     """A configuration that cannot run; the message says what to change."""
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a field: ``num_envs`` -> ``--num-envs``."""
+    return "--" + name.replace("_", "-")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,11 +44,12 @@ class CommonConfig:
     """Settings every algorithm has. Everything here can change the result of a run."""
 
     env: str = "CartPole-v1"
-    """Environment id (``purerl.envs.list_envs()`` lists them)."""
+    """Environment id (`purerl envs` lists them)."""
     num_envs: int = 4
     """Parallel environments per agent."""
     total_timesteps: int = 500_000
-    """Environment steps per agent (all of its environments together)."""
+    """Training budget in agent steps: environment steps per agent, all of its environments
+    together (on Atari each step is 4 emulator frames)."""
     seed: int = 0
     """Seed of the first agent; agent i uses seed + i."""
     num_seeds: int = 1
@@ -31,22 +60,107 @@ class CommonConfig:
     """Environment options as key=value: Atari protocol fields (sticky_actions=0,
     episodic_life=False, reward_clip=False, noop_max, frame_skip, max_episode_steps), gymnax
     EnvParams fields (e.g. max_steps_in_episode=200), Snake options (obs_mode=features)."""
-    precision: str = "fp32"
-    """Network compute precision: fp32, or bf16 (bfloat16 activations and matmuls; parameters,
-    optimizer and losses stay float32)."""
+    precision: Precision = "fp32"
+    """Network compute precision: bf16 computes activations and matmuls in bfloat16;
+    parameters, optimizer and losses stay float32."""
 
     def __post_init__(self):
+        check_field_types(self)
         require_positive(self, "num_envs", "total_timesteps", "num_seeds")
-        if self.seed < 0:
-            raise ConfigError(f"--seed must be non-negative, got {self.seed}")
-        if self.precision not in ("fp32", "bf16"):
-            raise ConfigError(f"--precision must be fp32 or bf16, got {self.precision!r}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"--seed must lie in [0, {MAX_SEED}], got {self.seed}")
+        if self.seed + self.num_seeds - 1 > MAX_SEED:
+            raise ConfigError(f"--seed + --num-seeds must stay below {MAX_SEED}")
         parse_env_options(self.env_options)
+        self.check()
+        check_budget(self)
+
+    def check(self) -> None:
+        """Algorithm-specific checks (subclasses extend it); raise ``ConfigError``."""
+
+    @property
+    def env_steps_per_update(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_timesteps // self.env_steps_per_update
 
     @property
     def env_kwargs(self) -> dict[str, Any]:
         """``env_options`` as keyword arguments of ``purerl.envs.make``."""
         return parse_env_options(self.env_options)
+
+
+def check_budget(cfg: CommonConfig) -> None:
+    """Upper and lower bounds on the run's size, checked before anything is built."""
+    per_update = cfg.env_steps_per_update
+    if cfg.total_timesteps > MAX_TOTAL_TIMESTEPS:
+        raise ConfigError(
+            f"--total-timesteps {cfg.total_timesteps:,} is beyond {MAX_TOTAL_TIMESTEPS:,} "
+            "(about a year at 30M steps/s); give a budget that can finish"
+        )
+    if cfg.total_timesteps < per_update:
+        raise ConfigError(
+            f"--total-timesteps {cfg.total_timesteps} is less than one update of {per_update} "
+            "steps; raise it or lower num_envs x rollout_len"
+        )
+    if cfg.num_updates > MAX_UPDATES:
+        raise ConfigError(
+            f"--total-timesteps {cfg.total_timesteps:,} makes {cfg.num_updates:,} updates of "
+            f"{per_update} steps, more than the {MAX_UPDATES:,} an int32 update counter holds; "
+            "lower it or raise num_envs x rollout_len"
+        )
+    if per_update * cfg.num_seeds > MAX_BATCH:
+        raise ConfigError(
+            f"one update of {cfg.num_seeds} seed(s) x {per_update} steps exceeds {MAX_BATCH:,} "
+            "transitions; lower --num-envs, --rollout-len or --num-seeds"
+        )
+
+
+def check_field_types(cfg: object) -> None:
+    """Checks every field against its annotation: choices of ``Literal`` fields, whole numbers
+    for ``int``, finite numbers for ``float``, tuples of the right items.
+
+    The command line parses values into these types already; this guards configurations
+    built in Python or read from ``config.json``.
+    """
+    hints = typing.get_type_hints(type(cfg))
+    for field in dataclasses.fields(cfg):
+        problem = type_problem(getattr(cfg, field.name), hints[field.name])
+        if problem:
+            raise ConfigError(f"{flag(field.name)} {problem}")
+
+
+def type_problem(value: Any, hint: Any) -> str | None:
+    """Why ``value`` does not fit the annotation ``hint`` (None if it does)."""
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            return f"must be one of {', '.join(map(str, choices))}; got {value!r}"
+        return None
+    if hint is bool:
+        return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
+    if hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return None if ok else f"must be a whole number, got {value!r}"
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be a number, got {value!r}"
+        return None if math.isfinite(value) else f"must be finite, got {value}"
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return f"must be a sequence, got {value!r}"
+        (item,) = typing.get_args(hint)[:1]
+        for element in value:
+            problem = type_problem(element, item)
+            if problem:
+                return problem
+        return None
+    if hint is str:
+        return None if isinstance(value, str) else f"must be a string, got {value!r}"
+    return None
 
 
 def parse_env_options(options: tuple[str, ...]) -> dict[str, Any]:
@@ -61,7 +175,7 @@ def parse_env_options(options: tuple[str, ...]) -> dict[str, Any]:
             raise ConfigError(f"--env-options takes key=value pairs, got {option!r}")
         try:
             parsed[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             parsed[key] = text
     return parsed
 
@@ -71,8 +185,7 @@ def require_positive(cfg: object, *names: str) -> None:
     for name in names:
         value = getattr(cfg, name)
         if not value > 0:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{flag} must be positive, got {value}")
+            raise ConfigError(f"{flag(name)} must be positive, got {value}")
 
 
 def require_unit_interval(cfg: object, *names: str) -> None:
@@ -80,17 +193,13 @@ def require_unit_interval(cfg: object, *names: str) -> None:
     for name in names:
         value = getattr(cfg, name)
         if not 0.0 <= value <= 1.0:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{flag} must lie in [0, 1], got {value}")
+            raise ConfigError(f"{flag(name)} must lie in [0, 1], got {value}")
 
 
 def require_network(cfg: object) -> None:
-    """Checks the ``hidden_sizes`` and ``activation`` fields of a config with an MLP."""
-    from purerl.nets import ACTIVATIONS
-
-    if cfg.activation not in ACTIVATIONS:
+    """Checks the ``hidden_sizes`` field of a config with an MLP."""
+    sizes = cfg.hidden_sizes
+    if not 1 <= len(sizes) <= MAX_LAYERS or min(sizes) < 1 or max(sizes) > MAX_WIDTH:
         raise ConfigError(
-            f"--activation must be one of {sorted(ACTIVATIONS)}, got {cfg.activation!r}"
+            f"--hidden-sizes must be 1 to {MAX_LAYERS} widths in [1, {MAX_WIDTH}], got {sizes}"
         )
-    if not cfg.hidden_sizes or min(cfg.hidden_sizes) < 1:
-        raise ConfigError(f"--hidden-sizes must be positive widths, got {cfg.hidden_sizes}")

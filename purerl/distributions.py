@@ -57,3 +57,21 @@ class DiagGaussian(NamedTuple):
 
 
 Distribution = Categorical | DiagGaussian
+
+
+class EpsilonGreedy(NamedTuple):
+    """The greedy action of ``q_values`` (last axis), replaced by a uniformly random one with
+    probability ``epsilon``; actions are int32."""
+
+    q_values: Array
+    epsilon: Array | float
+
+    def sample(self, key: Key) -> Array:
+        explore_key, random_key = jax.random.split(key)
+        shape, num_actions = self.q_values.shape[:-1], self.q_values.shape[-1]
+        random_actions = jax.random.randint(random_key, shape, 0, num_actions, jnp.int32)
+        explore = jax.random.uniform(explore_key, shape) < self.epsilon
+        return jnp.where(explore, random_actions, self.mode())
+
+    def mode(self) -> Array:
+        return jnp.argmax(self.q_values, axis=-1).astype(jnp.int32)

@@ -8,7 +8,6 @@ Observation-normalisation statistics are taken from the trained agent.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -16,24 +15,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import checkpoint
-from purerl.algos import Algo
-from purerl.cli import make_env
-from purerl.config import ConfigError
+from purerl import algos, checkpoint, envs, rundir
+from purerl.algos import Algo, AlgoSpec
 from purerl.envs.render import render_frame
 from purerl.envs.wrappers import NormalizeObsState
-from purerl.rundir import load_config
-from purerl.train import Agent, init_agents
+from purerl.loop import Agent, init_agents
 from purerl.types import Array, Key
-
-ALGORITHMS = {
-    "ppo": ("purerl.algos.ppo", "PPOConfig", "make_ppo"),
-    "dqn": ("purerl.algos.dqn", "DQNConfig", "make_dqn"),
-}
 
 
 class LoadedRun(NamedTuple):
-    algo_name: str
+    spec: AlgoSpec
     cfg: Any
     algo: Algo
     agents: Agent
@@ -47,33 +38,21 @@ def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
 
     Raises:
         CheckpointError: no such run, checkpoint, or an unreadable or foreign one.
-        ConfigError: the run's config.json is missing or unreadable.
+        ConfigError: the run's config.json is missing or unreadable, or names an algorithm
+            that is not registered.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise checkpoint.CheckpointError(f"run directory {run_dir} does not exist")
-    record_algo = _saved_algo(run_dir)
-    module, cls_name, make_name = ALGORITHMS[record_algo]
-    module = importlib.import_module(module)
-    cfg = load_config(run_dir, record_algo, getattr(module, cls_name))
-    algo = getattr(module, make_name)(cfg, make_env(cfg))
+    record = rundir.read_config(run_dir)
+    spec = algos.get(record.algo)
+    cfg = record.make_config(spec.config_cls, run_dir)
+    algo = spec.build(cfg, envs.from_config(cfg))
     step = checkpoint.resolve_step(run_dir, which)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
-    identity = {"algo": record_algo, "config": checkpoint.config_dict(cfg)}
+    identity = {"algo": spec.name, "config": checkpoint.config_dict(cfg)}
     snapshot = checkpoint.restore(run_dir, step, fresh, identity)
-    return LoadedRun(record_algo, cfg, algo, snapshot.agents, step)
-
-
-def _saved_algo(run_dir: Path) -> str:
-    import json
-
-    try:
-        algo = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["algo"]
-    except (OSError, ValueError, KeyError) as err:
-        raise ConfigError(f"{run_dir} holds no readable config.json ({err})") from err
-    if algo not in ALGORITHMS:
-        raise ConfigError(f"{run_dir} was trained by {algo!r}, which evaluate does not know")
-    return algo
+    return LoadedRun(spec, cfg, algo, snapshot.agents, step)
 
 
 def with_trained_obs_stats(env_state: Any, trained_env_state: Any) -> Any:
@@ -127,7 +106,7 @@ def evaluate(
     run: LoadedRun, num_episodes: int, seed: int, greedy: bool, max_steps: int
 ) -> Episodes:
     """``num_episodes`` episodes for every seed of ``run``; leaves ``[S, K]``."""
-    env = make_env(run.cfg, num_episodes)
+    env = envs.from_config(run.cfg, num_episodes)
     num_seeds = run.agents.seed.shape[0]
     keys = jax.random.split(jax.random.key(seed), num_seeds)
 
@@ -150,7 +129,7 @@ def record_episode(
 ) -> Recording:
     """Plays and draws one episode of trained seed ``seed_index``."""
     one_seed = dataclasses.replace(run.cfg, num_seeds=1, seed=run.cfg.seed + seed_index)
-    env = make_env(one_seed, 1)
+    env = envs.from_config(one_seed, 1)
     params = env.default_params
     agent = jax.tree.map(lambda x: x[seed_index], run.agents)
     reset_key, loop_key = jax.random.split(jax.random.key(seed))

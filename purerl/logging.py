@@ -1,24 +1,12 @@
 """Host-side sinks for training reports, and the one in-jit escape hatch (``emit``).
 
-``metrics.jsonl`` holds one JSON object per update::
-
-    {"update": 3, "env_steps": 1536, "frames": 1536, "wall_time_s": 8.1,
-     "episode/return": 21.5, "loss/policy": -0.01, ...,
-     "per_seed": {"episode/return": [20.0, 23.0], "loss/policy": [...], ...}}
-
-``update`` counts updates done, ``env_steps`` and ``frames`` are per agent (one seed),
-``wall_time_s`` is the time since the run started at the end of the chunk holding the update
-(compile included). Top-level metrics are means over seeds, skipping seeds where the value is
-undefined (``episode/return`` when a seed finished no episode in that update); undefined values
-are written as null.
+The loop hands each sink a ``ChunkReport`` after every chunk; ``purerl.rundir.MetricsWriter``
+writes them to ``metrics.jsonl``, ``ProgressSink`` shows them.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import sys
-from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 
 import jax
@@ -36,7 +24,7 @@ class ChunkReport(NamedTuple):
     wall_time_s: float
     """Since the run started (compile included)."""
     train_time_s: float
-    """Since the first chunk started (compile excluded)."""
+    """Spent running this process's chunks so far (compile and checkpoint saves excluded)."""
 
 
 class Sink(Protocol):
@@ -45,54 +33,6 @@ class Sink(Protocol):
     def write(self, report: ChunkReport) -> None: ...
 
     def close(self, summary: dict[str, Any]) -> None: ...
-
-
-def _json_float(x: Any) -> float | int | None:
-    x = x.item() if hasattr(x, "item") else x
-    if isinstance(x, bool | int):
-        return int(x)
-    return float(x) if math.isfinite(x) else None
-
-
-def report_rows(report: ChunkReport, env_steps_per_update: int, frame_skip: int) -> list[dict]:
-    """One JSON-ready row per update of a chunk."""
-    names = sorted(report.metrics)
-    length = report.metrics[names[0]].shape[1]
-    rows = []
-    for offset in range(length):
-        update = report.first_update + offset + 1
-        row: dict[str, Any] = {
-            "update": update,
-            "env_steps": update * env_steps_per_update,
-            "frames": update * env_steps_per_update * frame_skip,
-            "wall_time_s": round(report.wall_time_s, 3),
-        }
-        per_seed = {}
-        for name in names:
-            values = report.metrics[name][:, offset].astype(np.float64)
-            finite = values[np.isfinite(values)]
-            row[name] = _json_float(finite.mean()) if finite.size else None
-            per_seed[name] = [_json_float(v) for v in values]
-        row["per_seed"] = per_seed
-        rows.append(row)
-    return rows
-
-
-class JsonlSink:
-    """Appends ``metrics.jsonl`` rows, flushing after every chunk so readers see progress."""
-
-    def __init__(self, path: Path, env_steps_per_update: int, frame_skip: int = 1):
-        self.file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self.env_steps_per_update = env_steps_per_update
-        self.frame_skip = frame_skip
-
-    def write(self, report: ChunkReport) -> None:
-        for row in report_rows(report, self.env_steps_per_update, self.frame_skip):
-            self.file.write(json.dumps(row) + "\n")
-        self.file.flush()
-
-    def close(self, summary: dict[str, Any]) -> None:
-        self.file.close()
 
 
 class ProgressSink:
@@ -114,6 +54,7 @@ class ProgressSink:
         history: dict[str, np.ndarray] | None = None,
     ):
         self.num_updates = num_updates
+        self.first_update = None if history is None else history["episode/return"].shape[1]
         self.steps_per_update = env_steps_per_update * num_seeds * frame_skip
         self.unit = "frames" if frame_skip > 1 else "steps"
         self.first_seed = first_seed
@@ -144,7 +85,8 @@ class ProgressSink:
             self.bar.start()
 
     def status(self, done: int, train_time_s: float) -> str:
-        speed = f"{self.steps_per_update * done / max(train_time_s, 1e-9):,.0f} {self.unit}/s"
+        trained = done - (self.first_update or 0)
+        speed = f"{self.steps_per_update * trained / max(train_time_s, 1e-9):,.0f} {self.unit}/s"
         recent = recent_mean_return(np.concatenate(self.returns, 1), np.concatenate(self.counts, 1))
         finite = recent[np.isfinite(recent)]
         return speed + (f" | return {finite.mean():.1f}" if finite.size else " | return -")

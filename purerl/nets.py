@@ -56,14 +56,18 @@ class MLP(nn.Module):
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     dtype: Any = jnp.float32
+    layer_norm: bool = False
+    """Normalise each hidden layer's pre-activations (LayerNorm, as PQN's networks do)."""
 
     @nn.compact
     def __call__(self, obs: Array) -> Array:
         x = obs.reshape(obs.shape[0], -1).astype(self.dtype)
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
-            dense = nn.Dense(size, kernel_init=hidden_init(), dtype=self.dtype)
-            x = act(dense(x))
+            x = nn.Dense(size, kernel_init=hidden_init(), dtype=self.dtype)(x)
+            if self.layer_norm:
+                x = nn.LayerNorm(dtype=self.dtype)(x)
+            x = act(x)
         return x
 
 
@@ -91,18 +95,27 @@ class NatureCNN(nn.Module):
     convolutions and a 512-unit layer, all ReLU.
 
     Takes uint8 frames ``[N, C, H, W]`` (EnvPool's channel-first stacks) and scales them to
-    [0, 1] here, so rollouts and replay buffers keep the 4x smaller uint8.
+    [0, 1] here, so rollouts and replay buffers keep the 4x smaller uint8. With ``layer_norm``
+    each layer's pre-activations are normalised over all of its outputs (a whole feature map
+    for a convolution), as in PQN's Atari network.
     """
 
     dtype: Any = jnp.float32
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: Array) -> Array:
         x = jnp.transpose(obs, (0, 2, 3, 1)).astype(self.dtype) / 255.0
         for features, size, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
-            x = nn.relu(Conv(features, size, stride, self.dtype)(x))
+            x = nn.relu(self.norm(Conv(features, size, stride, self.dtype)(x), (-3, -2, -1)))
         x = x.reshape(x.shape[0], -1)
-        return nn.relu(nn.Dense(512, kernel_init=hidden_init(), dtype=self.dtype)(x))
+        x = nn.Dense(512, kernel_init=hidden_init(), dtype=self.dtype)(x)
+        return nn.relu(self.norm(x, (-1,)))
+
+    def norm(self, x: Array, axes: tuple[int, ...]) -> Array:
+        if not self.layer_norm:
+            return x
+        return nn.LayerNorm(reduction_axes=axes, feature_axes=axes, dtype=self.dtype)(x)
 
 
 class PolicyHead(nn.Module):
@@ -183,12 +196,18 @@ def is_pixels(spec: EnvSpec) -> bool:
     return spec.obs_dtype == "uint8" and len(spec.obs_shape) == 3 and spec.obs_shape[1] >= 36
 
 
-def make_torso(spec: EnvSpec, hidden_sizes: Sequence[int], activation: str, precision: str):
+def make_torso(
+    spec: EnvSpec,
+    hidden_sizes: Sequence[int],
+    activation: str,
+    precision: str,
+    layer_norm: bool = False,
+):
     """The Nature CNN for pixels, else an MLP of ``hidden_sizes``."""
     dtype = PRECISIONS[precision]
     if is_pixels(spec):
-        return NatureCNN(dtype)
-    return MLP(tuple(hidden_sizes), activation, dtype)
+        return NatureCNN(dtype, layer_norm)
+    return MLP(tuple(hidden_sizes), activation, dtype, layer_norm)
 
 
 def make_actor_critic(
@@ -203,10 +222,14 @@ def make_actor_critic(
 
 
 def make_q_network(
-    spec: EnvSpec, hidden_sizes: Sequence[int], activation: str, precision: str = "fp32"
+    spec: EnvSpec,
+    hidden_sizes: Sequence[int],
+    activation: str,
+    precision: str = "fp32",
+    layer_norm: bool = False,
 ) -> QNetwork:
     """A Q-network; value-based methods need a discrete action space."""
     if not isinstance(spec.action_space, Discrete):
         raise TypeError(f"a Q-network needs discrete actions, got {spec.action_space}")
-    torso = make_torso(spec, hidden_sizes, activation, precision)
+    torso = make_torso(spec, hidden_sizes, activation, precision, layer_norm)
     return QNetwork(spec.action_space.num_actions, torso)

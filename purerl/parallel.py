@@ -32,7 +32,7 @@ DEVICE_AXIS = "device"
 MODES = ("seeds", "data")
 
 
-def select_devices(device: str, num_devices: int | None) -> list[jax.Device]:
+def select_devices(device: str | int, num_devices: int | None) -> list[jax.Device]:
     """The devices a run uses.
 
     Args:
@@ -43,7 +43,7 @@ def select_devices(device: str, num_devices: int | None) -> list[jax.Device]:
     Raises:
         ConfigError: no device of the requested kind, or not that many.
     """
-    if device.isdigit():
+    if isinstance(device, int) or device.isdigit():
         everything = jax.devices()
         if int(device) >= len(everything):
             raise ConfigError(f"--device {device}: JAX sees only {len(everything)} device(s)")

@@ -2,7 +2,7 @@
 
 Figures are drawn with matplotlib's object-oriented API on an Agg canvas, so importing this
 module changes no global matplotlib state (no backend switch, no pyplot). Runs are read with
-``purerl.runs`` (re-exported here: ``load_run``, ``Run``, ``NotARunError``), so graphs can be
+``purerl.rundir`` (re-exported here: ``load_run``, ``Run``, ``NotARunError``), so graphs can be
 drawn while a run is still going.
 """
 
@@ -18,14 +18,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from purerl.runs import (
-    NotARunError,
-    Run,
-    load_run,
-    moving_average,
-    run_table_row,
-    seed_mean_std,
-)
+from purerl.compare import moving_average, run_table_row, seed_mean_std
+from purerl.rundir import NotARunError, Run, load_run
 
 __all__ = [
     "NotARunError",
@@ -75,7 +69,7 @@ def trial_graph(run: Run, values: np.ndarray, subtitle: str, path: Path) -> None
     """Per-seed curves of ``values`` ``[S, U]`` plus their across-seed mean +- std."""
     fig, ax = new_figure()
     colors = [f"C{(i % 9) + 1}" for i in range(run.num_seeds)]
-    first_seed = int(run.record["config"].get("seed", 0))
+    first_seed = int(run.record.config.get("seed", 0))
     for seed_index, (curve, color) in enumerate(zip(values, colors, strict=True)):
         # Join the updates that have a value: a gap means no episode ended, not a zero return.
         ok = np.isfinite(curve)

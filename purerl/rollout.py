@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from purerl.envs.base import Environment
 from purerl.types import Array, Key, PyTree, Transition
@@ -75,3 +76,36 @@ def collect(
         step, (env_state, obs), jax.random.split(key, num_steps)
     )
     return Rollout(env_state, obs, transitions)
+
+
+class RolloutValues(NamedTuple):
+    """State values along a rollout, ``[T, B]`` each."""
+
+    values: Array
+    """Value of the observation each step acted on."""
+    next_values: Array
+    """Value of the observation each step reached: its final observation, then the next one."""
+
+
+def rollout_values(
+    value_fn: Callable[[Array], Array], rollout: Rollout, autoreset: str
+) -> RolloutValues:
+    """Evaluates ``value_fn`` (observations ``[N, ...]`` to values ``[N]``) on a rollout's
+    observations in one batched pass, keeping it out of the sequential environment loop.
+
+    A step reaches ``obs[t + 1]`` unless its episode ended; then it reached ``final_obs[t]``,
+    which a truncated episode bootstraps from. Where the environment resets on the following
+    step (``autoreset == "next_step"``) the two coincide and final observations are skipped.
+    """
+    traj = rollout.transitions
+    num_steps, num_envs = traj.reward.shape
+    visited = jnp.concatenate([traj.obs, rollout.obs[None]])
+    if autoreset == "same_step":
+        visited = jnp.concatenate([visited, traj.final_obs])
+    flat = visited.reshape((-1,) + visited.shape[2:])
+    all_values = value_fn(flat).reshape(-1, num_envs)
+    values, next_values = all_values[:num_steps], all_values[1 : num_steps + 1]
+    if autoreset == "same_step":
+        final_values = all_values[num_steps + 1 :]
+        next_values = jnp.where(traj.terminated | traj.truncated, final_values, next_values)
+    return RolloutValues(values, next_values)

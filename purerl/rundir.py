@@ -1,23 +1,51 @@
-"""Run directories: ``config.json``, ``metrics.jsonl`` and ``summary.json`` of one run."""
+"""Run directories: the one module that writes and reads their files.
+
+| file | written by | content |
+|---|---|---|
+| ``config.json`` | ``write_config`` | ``ConfigRecord``: algo, config, run options, versions, time |
+| ``metrics.jsonl`` | ``MetricsWriter`` | one JSON object per update (``report_rows``) |
+| ``summary.json`` | ``write_summary`` | ``Summary``: the final record |
+| ``resumes.jsonl`` | ``record_resume`` | one line per resume: from where, what changed |
+| ``checkpoints/`` | ``purerl.checkpoint`` | orbax checkpoints |
+| ``.lock`` | ``RunLock`` | held by the process training into the directory |
+
+Everything here reads runs that are still going too: ``summary.json`` absent and the last line
+of ``metrics.jsonl`` possibly cut short by its writer.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import errno
+import fcntl
 import json
+import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import numpy as np
 
 from purerl.config import ConfigError
+from purerl.logging import ChunkReport
 
 RUNS_ROOT = Path("runs")
+LOCK_FILE = ".lock"
+
+
+class NotARunError(ConfigError):
+    """A directory is not a (readable) purerl run; the message names it and what is missing."""
+
+
+class RunLockedError(ConfigError):
+    """Another live process holds the run directory."""
 
 
 def default_run_dir(algo: str, env_id: str, root: Path = RUNS_ROOT) -> Path:
     """``runs/<algo>-<env>-<timestamp>``, with a numeric suffix if that exists already."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = root / f"{algo}-{env_id}-{stamp}"
+    base = root / f"{algo}-{env_id.replace('/', '_')}-{stamp}"
     candidate, n = base, 1
     while candidate.exists():
         n += 1
@@ -25,19 +53,73 @@ def default_run_dir(algo: str, env_id: str, root: Path = RUNS_ROOT) -> Path:
     return candidate
 
 
-def create_run_dir(path: Path) -> Path:
-    """Creates ``path`` for a new run; refuses to reuse a non-empty directory.
+def create_run_dir(path: Path, what: str = "run directory", option: str = "--run-dir") -> Path:
+    """Creates ``path`` for a new run (or search); refuses to reuse a non-empty directory.
 
     Raises:
-        ConfigError: ``path`` is a file, or a directory that already holds something.
+        ConfigError: ``path`` is a file, a directory that already holds something, or cannot
+            be created (permissions, read-only or full file system).
     """
+    path = Path(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise ConfigError(
-            f"run directory {path} already exists and is not empty; pass another --run-dir "
-            "(existing runs are never overwritten)"
+            f"{what} {path} already exists and is not empty; pass another {option} "
+            "(existing results are never overwritten)"
         )
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create {what} {path}: {err.strerror}") from err
     return path
+
+
+class RunLock:
+    """An exclusive OS lock on ``<run_dir>/.lock`` for the life of a training process.
+
+    ``flock`` locks vanish with the process that holds them, so a killed run never leaves a
+    stale lock; the file keeps the holder's PID for the refusal message.
+    """
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / LOCK_FILE
+        self.file: IO[str] | None = None
+
+    def acquire(self) -> RunLock:
+        """Raises ``RunLockedError`` naming the holder's PID if another process holds it."""
+        try:
+            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+        except OSError as err:
+            raise ConfigError(f"cannot lock {self.path.parent}: {err.strerror}") from err
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            raise RunLockedError(
+                f"{self.path.parent} is in use by a live training process (PID {holder}); wait "
+                "for it to finish or stop it first"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self.file = handle
+        return self
+
+    def release(self) -> None:
+        if self.file is not None:
+            fcntl.flock(self.file, fcntl.LOCK_UN)
+            self.file.close()
+            self.file = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -49,55 +131,187 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def config_record(algo: str, cfg: Any, options: Any) -> dict[str, Any]:
-    """What ``config.json`` holds: enough to re-run the same configuration."""
-    import jax
+@dataclasses.dataclass(frozen=True)
+class ConfigRecord:
+    """``config.json``: enough to re-run the same configuration."""
 
-    from purerl import __version__
+    algo: str
+    config: dict[str, Any]
+    """The algorithm configuration's fields (JSON: tuples as lists)."""
+    run: dict[str, Any]
+    """The run options' fields."""
+    versions: dict[str, str]
+    created: str
 
-    return {
-        "algo": algo,
-        "config": dataclasses.asdict(cfg),
-        "run": dataclasses.asdict(options),
-        "versions": {"purerl": __version__, "jax": jax.__version__},
-        "created": datetime.datetime.now().isoformat(timespec="seconds"),
-    }
+    @classmethod
+    def new(cls, algo: str, cfg: Any, options: Any) -> ConfigRecord:
+        import jax
+
+        from purerl import __version__
+
+        return cls(
+            algo=algo,
+            config=json_ready(dataclasses.asdict(cfg)),
+            run=json_ready(dataclasses.asdict(options)),
+            versions={"purerl": __version__, "jax": jax.__version__},
+            created=datetime.datetime.now().isoformat(timespec="seconds"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def make_config(self, config_cls: type, where: Path) -> Any:
+        """The algorithm configuration, rebuilt (and so validated) from the saved fields.
+
+        Raises:
+            ConfigError: fields this version does not know, or values that no longer validate.
+        """
+        known = {f.name for f in dataclasses.fields(config_cls)}
+        unknown = sorted(set(self.config) - known)
+        if unknown:
+            raise ConfigError(f"{where} has fields this purerl does not know: {', '.join(unknown)}")
+        return config_cls(**{k: from_json(v) for k, v in self.config.items()})
+
+    def make_options(self, options_cls: type) -> Any:
+        """The saved run options (unknown fields dropped, missing ones at their defaults)."""
+        known = {f.name for f in dataclasses.fields(options_cls)}
+        return options_cls(**{k: from_json(v) for k, v in self.run.items() if k in known})
 
 
-def load_config(source: Path, algo: str, config_cls: type) -> Any:
-    """The configuration saved in ``source`` (a ``config.json`` or a run directory holding one).
+def json_ready(data: Any) -> Any:
+    """JSON's view of ``data``: tuples become lists, as they will when read back."""
+    return json.loads(json.dumps(data))
+
+
+def from_json(value: Any) -> Any:
+    """Lists back to the tuples configurations hold."""
+    return tuple(from_json(v) for v in value) if isinstance(value, list) else value
+
+
+def read_config(source: Path) -> ConfigRecord:
+    """The ``ConfigRecord`` of a run directory, or of a ``config.json`` file.
 
     Raises:
-        ConfigError: the file is missing or unreadable, belongs to another algorithm, or names
-            fields this version does not know.
+        NotARunError: missing, unreadable, or not a purerl run configuration.
     """
+    source = Path(source)
     path = source / "config.json" if source.is_dir() else source
+    if not source.exists():
+        what = "config file" if source.suffix == ".json" else "run directory"
+        raise NotARunError(f"{what} {source} does not exist")
     if not path.is_file():
-        what = "run directory" if not source.suffix else "config file"
-        raise ConfigError(f"{what} {source} does not exist or holds no config.json")
+        raise NotARunError(f"{source} is not a run directory: it has no config.json")
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        saved_algo, fields = record["algo"], record["config"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise ConfigError(f"{path} is not a purerl config.json ({err})") from err
-    if saved_algo != algo:
-        raise ConfigError(
-            f"{path} configures {saved_algo}, not {algo}; use the {saved_algo} command"
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise NotARunError(f"{path} is not valid JSON ({err})") from err
+    except OSError as err:
+        raise NotARunError(f"cannot read {path}: {err.strerror}") from err
+    try:
+        record = ConfigRecord(
+            algo=str(data["algo"]),
+            config=dict(data["config"]),
+            run=dict(data.get("run") or {}),
+            versions=dict(data.get("versions") or {}),
+            created=str(data.get("created", "")),
         )
-    known = {f.name: f for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(fields) - set(known))
-    if unknown:
-        raise ConfigError(f"{path} has fields this purerl does not know: {', '.join(unknown)}")
-    # JSON has no tuples: sequence fields come back as lists.
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
-    return config_cls(**values)
+        str(record.config["env"])
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise NotARunError(
+            f"{path} is not a purerl run config (no {err})"
+            if isinstance(err, KeyError)
+            else f"{path} is not a purerl run config ({err})"
+        ) from err
+    return record
 
 
-def truncate_metrics(path: Path, updates_done: int) -> None:
+def write_config(run_dir: Path, record: ConfigRecord) -> None:
+    write_json(Path(run_dir) / "config.json", record.to_json())
+
+
+def report_rows(report: ChunkReport, env_steps_per_update: int, frame_skip: int) -> list[dict]:
+    """One ``metrics.jsonl`` row per update of a chunk.
+
+    ``update`` counts updates done; ``env_steps`` and ``frames`` are per agent; ``wall_time_s``
+    is the time since the process started the run at the end of the chunk (compile included).
+    Top-level metric values are means over the seeds where they are defined (null where no
+    seed's is); ``per_seed`` lists every seed's value.
+    """
+    names = sorted(report.metrics)
+    length = report.metrics[names[0]].shape[1]
+    rows = []
+    for offset in range(length):
+        update = report.first_update + offset + 1
+        row: dict[str, Any] = {
+            "update": update,
+            "env_steps": update * env_steps_per_update,
+            "frames": update * env_steps_per_update * frame_skip,
+            "wall_time_s": round(report.wall_time_s, 3),
+        }
+        per_seed = {}
+        for name in names:
+            values = report.metrics[name][:, offset].astype(np.float64)
+            finite = values[np.isfinite(values)]
+            row[name] = json_number(finite.mean()) if finite.size else None
+            per_seed[name] = [json_number(v) for v in values]
+        row["per_seed"] = per_seed
+        rows.append(row)
+    return rows
+
+
+def json_number(x: Any) -> float | int | None:
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, bool | int):
+        return int(x)
+    return float(x) if math.isfinite(x) else None
+
+
+class MetricsWriter:
+    """A sink appending ``metrics.jsonl`` rows, flushed after every chunk so readers see
+    progress."""
+
+    def __init__(self, run_dir: Path, env_steps_per_update: int, frame_skip: int = 1):
+        path = Path(run_dir) / "metrics.jsonl"
+        self.file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.env_steps_per_update = env_steps_per_update
+        self.frame_skip = frame_skip
+
+    def write(self, report: ChunkReport) -> None:
+        for row in report_rows(report, self.env_steps_per_update, self.frame_skip):
+            self.file.write(json.dumps(row) + "\n")
+        self.file.flush()
+
+    def close(self, summary: Any = None) -> None:
+        self.file.close()
+
+
+def read_metrics_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows of ``metrics.jsonl``; a last line cut short by a running writer is dropped.
+
+    Raises:
+        NotARunError: a line other than the last one is not valid JSON.
+    """
+    lines = Path(path).read_text(encoding="utf-8").split("\n")
+    rows = []
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            # The writer appends whole lines, so only the one being written can be partial.
+            if index == len(lines) - 1:
+                break
+            raise NotARunError(f"{path}: line {index + 1} is not valid JSON ({err})") from err
+    return rows
+
+
+def truncate_metrics(run_dir: Path, updates_done: int) -> None:
     """Drops ``metrics.jsonl`` rows past ``updates_done`` (written after the last checkpoint).
 
     A row cut off by a killed process is dropped too. The file is replaced atomically.
     """
+    path = Path(run_dir) / "metrics.jsonl"
     if not path.exists():
         return
     kept = []
@@ -111,3 +325,179 @@ def truncate_metrics(path: Path, updates_done: int) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(kept), encoding="utf-8")
     os.replace(tmp, path)
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """``summary.json``: the final record of a run (README, "What a run writes").
+
+    Steps and times are of the whole run: a resumed run adds up its processes, each listed
+    in ``sessions`` with its own figures.
+    """
+
+    algo: str
+    env: str
+    final_mean_return: float | None
+    """Mean across seeds of each seed's final return (None: no episode finished)."""
+    final_std_return: float | None
+    per_seed_final_return: list[float | None]
+    """Each seed's mean return over at least its last ``final_return_window_episodes``."""
+    final_return_window_episodes: int
+    num_seeds: int
+    num_updates: int
+    env_steps_per_seed: int
+    total_env_steps: int
+    total_frames: int
+    resumed_from_update: int
+    wall_time_s: float
+    compile_time_s: float
+    train_time_s: float
+    """Seconds spent training, compiling and checkpoint saves excluded."""
+    checkpoint_time_s: float
+    steps_per_second: float
+    """Environment steps of all seeds trained by the run's processes over their training time."""
+    sessions: list[dict[str, Any]]
+    """One record per process: updates, time and steps/s of each."""
+    interrupted: bool = False
+    device: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Device kind and count, memory in use and at peak, the process's peak resident memory."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.update(data.pop("device"))
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Summary:
+        known = {f.name for f in dataclasses.fields(cls)}
+        device = {k: v for k, v in data.items() if k not in known}
+        return cls(**{k: v for k, v in data.items() if k in known}, device=device)
+
+
+def write_summary(run_dir: Path, summary: Summary) -> None:
+    write_json(Path(run_dir) / "summary.json", summary.to_json())
+
+
+def read_summary(run_dir: Path) -> Summary | None:
+    """``summary.json`` of a run, or None if it has none (written atomically: present means
+    complete)."""
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        return None
+    try:
+        return Summary.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as err:
+        raise NotARunError(f"{path} is not a purerl summary ({err})") from err
+
+
+def record_resume(run_dir: Path, row: dict[str, Any]) -> None:
+    """Appends one line to ``resumes.jsonl``: when a run was resumed, from which update, which
+    checkpoints were skipped and which run options changed."""
+    stamped = {"time": datetime.datetime.now().isoformat(timespec="seconds"), **row}
+    with open(Path(run_dir) / "resumes.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(json_ready(stamped)) + "\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One run directory, read as far as it has been written. ``S`` seeds, ``U`` updates."""
+
+    path: Path
+    record: ConfigRecord
+    updates: np.ndarray
+    """``[U]`` int64, updates done at each row (1-based)."""
+    env_steps: np.ndarray
+    """``[U]`` int64, environment steps per agent after each update."""
+    frames: np.ndarray
+    """``[U]`` int64, frames per agent (steps x frame skip) after each update."""
+    wall_time_s: np.ndarray
+    """``[U]`` float64, seconds since the run started (compile included) at each row."""
+    returns: np.ndarray
+    """``[S, U]`` float64 mean return of the episodes each update finished; NaN where none did."""
+    episode_counts: np.ndarray
+    """``[S, U]`` float64 number of episodes each update finished."""
+    summary: Summary | None
+    """``summary.json``, or None while the run is in progress."""
+
+    @property
+    def status(self) -> str:
+        """``finished``, ``interrupted`` (stopped by a signal, resumable) or ``in progress``."""
+        if self.summary is None:
+            return "in progress"
+        return "interrupted" if self.summary.interrupted else "finished"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def algo(self) -> str:
+        return self.record.algo
+
+    @property
+    def env(self) -> str:
+        return str(self.record.config["env"])
+
+    @property
+    def num_seeds(self) -> int:
+        return int(self.returns.shape[0])
+
+
+def load_run(path: str | Path) -> Run:
+    """Reads a run directory, finished or in progress.
+
+    Raises:
+        NotARunError: ``path`` has no readable ``config.json`` of a purerl run, or its
+            ``metrics.jsonl`` has a corrupt line before the last or rows of another format.
+    """
+    run_dir = Path(path)
+    if not run_dir.is_dir():
+        raise NotARunError(f"{run_dir} is not a run directory: no such directory")
+    record = read_config(run_dir)
+    metrics_path = run_dir / "metrics.jsonl"
+    # A run that is still compiling may not have created metrics.jsonl yet: no updates.
+    rows = read_metrics_rows(metrics_path) if metrics_path.is_file() else []
+    summary = read_summary(run_dir)
+    # An interrupted run that was resumed keeps its old summary until it ends again.
+    if summary is not None and rows and summary.num_updates != rows[-1].get("update"):
+        summary = None
+    try:
+        return run_from_rows(run_dir, record, rows, summary)
+    except (KeyError, TypeError, ValueError) as err:
+        raise NotARunError(
+            f"{metrics_path} does not hold purerl metrics rows ({type(err).__name__}: {err})"
+        ) from err
+
+
+def run_from_rows(
+    run_dir: Path, record: ConfigRecord, rows: list[dict[str, Any]], summary: Summary | None
+) -> Run:
+    """Assembles a ``Run`` from parsed ``metrics.jsonl`` rows (any may be malformed)."""
+    if rows:
+        num_seeds = len(rows[0]["per_seed"]["episode/return"])
+    else:
+        num_seeds = int(record.config.get("num_seeds", 1))
+
+    def column(key: str, dtype: type) -> np.ndarray:
+        return np.asarray([row[key] for row in rows], dtype)
+
+    return Run(
+        path=run_dir,
+        record=record,
+        updates=column("update", np.int64),
+        env_steps=column("env_steps", np.int64),
+        frames=column("frames", np.int64),
+        wall_time_s=column("wall_time_s", np.float64),
+        returns=per_seed_column(rows, "episode/return", num_seeds),
+        episode_counts=np.nan_to_num(per_seed_column(rows, "episode/count", num_seeds)),
+        summary=summary,
+    )
+
+
+def per_seed_column(rows: list[dict[str, Any]], metric: str, num_seeds: int) -> np.ndarray:
+    """``[S, U]`` float64 values of ``metric`` from each row's ``per_seed``; null -> NaN."""
+    out = np.full((num_seeds, len(rows)), np.nan)
+    for column, row in enumerate(rows):
+        values = row["per_seed"].get(metric, [None] * num_seeds)
+        out[:, column] = [np.nan if v is None else v for v in values]
+    return out

@@ -1,26 +1,73 @@
-"""Process-wide JAX settings that entry points (CLIs, benchmarks, tests) apply at start-up.
-
-Nothing here runs at import time: library code never changes global JAX configuration.
+"""Process-wide settings that entry points (the command line, the Python API, benchmarks,
+tests) apply first. Nothing here runs at import time: library code never changes global JAX
+configuration by being imported.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import jax
+
+CACHE_ENV = "PURERL_CACHE_DIR"
+"""Moves the persistent compilation cache (default ``$XDG_CACHE_HOME/purerl/jax``)."""
+CACHE_SWITCH_ENV = "PURERL_COMPILATION_CACHE"
+"""``0``, ``off``, ``false`` or ``no`` turn the persistent compilation cache off."""
+CACHE_MIN_COMPILE_S = 0.2
+"""Programs that compile faster than this are not cached (loading would cost about as much)."""
 
 
 def configure_jax() -> None:
     """Settings every purerl process uses; call before the first JAX computation.
 
-    That includes importing gymnax (it builds arrays at import), so the experiment scripts call
-    this before importing the rest of purerl: settings of the CPU client are fixed when the
-    client is created.
-
     CPU async dispatch is turned off: with it, the CPU runtime occasionally deadlocks with every
     worker idle while the host waits on a buffer (jax-ml/jax#25861, seen here in the test suite
     under jax 0.10.2). purerl runs whole chunks of training as single programs, so dispatching
-    them asynchronously buys nothing.
+    them asynchronously buys nothing. The setting only takes effect before JAX creates its CPU
+    client, which no purerl import does.
     """
     jax.config.update("jax_cpu_enable_async_dispatch", False)
+
+
+def default_cache_dir() -> Path:
+    """``$PURERL_CACHE_DIR``, else ``$XDG_CACHE_HOME/purerl/jax`` (``~/.cache/purerl/jax``)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(xdg) / "purerl" / "jax"
+
+
+def cache_disabled_by_env() -> bool:
+    return os.environ.get(CACHE_SWITCH_ENV, "").strip().lower() in ("0", "off", "false", "no")
+
+
+def enable_compilation_cache(enabled: bool = True) -> Path | None:
+    """Points JAX's persistent compilation cache at ``default_cache_dir()``.
+
+    A second run of the same configuration then loads its compiled programs instead of
+    compiling them again. A cache directory configured already (``JAX_COMPILATION_CACHE_DIR``,
+    or by the program embedding purerl) is left as it is. An unwritable cache directory turns
+    the cache off rather than failing the run.
+
+    Returns:
+        The cache directory in use, or None when the cache is off.
+    """
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return Path(current)
+    if not enabled or cache_disabled_by_env():
+        return None
+    directory = default_cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(directory, os.W_OK):
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
+    return directory
 
 
 def quiet_libraries() -> None:
@@ -35,32 +82,14 @@ def quiet_libraries() -> None:
     logging.getLogger("absl").setLevel(logging.ERROR)
 
 
-def start_distributed_from_argv(argv: list[str]) -> None:
-    """Calls ``jax.distributed.initialize`` when ``argv`` holds ``--distributed``.
-
-    It must run before anything initialises a JAX backend, and importing environment
-    libraries (gymnax) already does, so the experiment scripts call this before their other
-    imports. The flags are read again, with the rest, by the CLI.
-    """
-    if "--distributed" not in argv:
-        return
-    import argparse
-
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--coordinator-address")
-    parser.add_argument("--num-processes", type=int)
-    parser.add_argument("--process-id", type=int)
-    known, _ = parser.parse_known_args(argv)
-    initialize_distributed(known.coordinator_address, known.num_processes, known.process_id)
-
-
 def initialize_distributed(
     coordinator_address: str | None, num_processes: int | None, process_id: int | None
 ) -> None:
     """Joins this process to a multi-process run (``jax.distributed``), once.
 
-    Arguments left None are detected from the environment where JAX knows how (SLURM,
-    Open MPI, Kubernetes). CPU runs use the gloo collectives.
+    Must run before anything creates a JAX backend; purerl's imports do not, so the command line
+    calls it after parsing. Arguments left None are detected from the environment where JAX
+    knows how (SLURM, Open MPI, Kubernetes). CPU runs use the gloo collectives.
     """
     if jax.distributed.is_initialized():
         return

@@ -1,7 +1,7 @@
 """Hyperparameter sweeps as one program: K configurations x S seeds, vmapped together.
 
-The numeric hyperparameters that change no shape (the fields of ``PPOHparams`` and
-``DQNHparams``: learning rate, discount, clip, coefficients, exploration schedule, ...) are
+The numeric hyperparameters that change no shape (the fields of each algorithm's
+``hparams_cls``: learning rate, discount, clip, coefficients, exploration schedule, ...) are
 *traced*: every agent carries them as float32 scalars in ``state.hparams`` and the update reads
 them from there, so agents with different values share one compiled update and are vmapped
 like seeds. Agent ``(k, s)`` (index ``k * S + s``) uses configuration ``k`` and seed
@@ -21,38 +21,16 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.algos import Algo
-from purerl.algos.dqn import DQNConfig, DQNHparams, make_dqn
-from purerl.algos.ppo import PPOConfig, PPOHparams, make_ppo
+from purerl import algos, envs
+from purerl.algos import Algo, AlgoSpec
 from purerl.checkpoint import HISTORY_KEYS, Snapshot
-from purerl.cli import make_env
 from purerl.config import ConfigError
-from purerl.envs.stats import recent_mean_return
+from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 from purerl.logging import ChunkReport, Sink
-from purerl.train import FINAL_WINDOW_EPISODES, Agent, RunOptions, TrainResult, init_agents, train
+from purerl.loop import Agent, TrainResult, init_agents, train
 
 NONFINITE_LOSS = "sweep/nonfinite_loss"
 """Per-update metric of a sweep: the agent's loss was NaN or infinite after a gradient step."""
-
-
-class SweepAlgo(NamedTuple):
-    """What a sweep needs to know of one algorithm."""
-
-    name: str
-    config_cls: type
-    hparams_cls: type
-    build: Callable[..., Algo]
-
-    @property
-    def traced(self) -> tuple[str, ...]:
-        """Config fields that travel in ``state.hparams`` (vmapped within one program)."""
-        return self.hparams_cls._fields
-
-
-SWEEP_ALGOS: dict[str, SweepAlgo] = {
-    "ppo": SweepAlgo("ppo", PPOConfig, PPOHparams, make_ppo),
-    "dqn": SweepAlgo("dqn", DQNConfig, DQNHparams, make_dqn),
-}
 
 
 def static_key(cfg: Any, traced: Sequence[str]) -> tuple:
@@ -93,7 +71,7 @@ def stack_hparams(hparams_cls: type, configs: Sequence[Any]) -> Any:
     return hparams_cls(*(jnp.asarray(per_agent[:, i]) for i in range(per_agent.shape[1])))
 
 
-def sweep_agents(algo: Algo, sweep_algo: SweepAlgo, configs: Sequence[Any]) -> Agent:
+def sweep_agents(algo: Algo, spec: AlgoSpec, configs: Sequence[Any]) -> Agent:
     """Fresh agents for a batch, stacked ``[K * S, ...]``, agent ``(k, s)`` at ``k * S + s``.
 
     ``algo`` is built from ``configs[0]``; the other configurations differ only in traced
@@ -104,7 +82,7 @@ def sweep_agents(algo: Algo, sweep_algo: SweepAlgo, configs: Sequence[Any]) -> A
     base = configs[0]
     seeds = [base.seed + s for _ in configs for s in range(base.num_seeds)]
     agents = init_agents(algo, seeds)
-    hparams = stack_hparams(sweep_algo.hparams_cls, configs)
+    hparams = stack_hparams(spec.hparams_cls, configs)
     return agents._replace(state=agents.state._replace(hparams=hparams))
 
 
@@ -203,18 +181,18 @@ def empty_history(num_agents: int) -> dict[str, np.ndarray]:
 
 
 def run_batch(
-    sweep_algo: SweepAlgo,
+    spec: AlgoSpec,
     configs: Sequence[Any],
-    options: RunOptions,
+    updates_per_chunk: int | None = None,
     sinks: Sequence[Sink] = (),
     on_chunk: Callable[[ChunkProgress], None] | None = None,
 ) -> BatchResult:
     """Trains configurations that differ only in traced fields as one vmapped program.
 
     Args:
-        sweep_algo: the algorithm (``SWEEP_ALGOS[name]``).
+        spec: the algorithm (``purerl.algos.get(name)``).
         configs: K configurations with equal grouped fields (``num_seeds`` included).
-        options: chunking of the run (``updates_per_chunk``); nothing is written.
+        updates_per_chunk: chunking of the run (between progress reports); nothing is written.
         sinks: more sinks, given ``[K * S, chunk]`` metrics after each chunk.
         on_chunk: called with the batch's ``ChunkProgress`` after each chunk.
 
@@ -224,30 +202,30 @@ def run_batch(
     Raises:
         ConfigError: the environment has side effects (EnvPool) and cannot be vmapped.
     """
-    keys = {static_key(cfg, sweep_algo.traced) for cfg in configs}
+    keys = {static_key(cfg, spec.traced) for cfg in configs}
     if len(keys) != 1:
         raise ValueError("configurations of one batch may differ only in traced fields")
     base = configs[0]
     num_agents = len(configs) * base.num_seeds
-    env = make_env(base)
+    env = envs.from_config(base)
     if not env.pure:
         raise ConfigError(
             f"{base.env} steps outside JAX and cannot be vmapped over configurations; sweeps "
             "need a pure JAX environment"
         )
-    algo = flag_nonfinite_losses(sweep_algo.build(base, env))
-    start = Snapshot(sweep_agents(algo, sweep_algo, configs), empty_history(num_agents), 0, {})
+    algo = flag_nonfinite_losses(spec.build(base, env))
+    start = Snapshot(sweep_agents(algo, spec, configs), empty_history(num_agents), 0, {})
     tracker = AgentTracker(num_agents, on_chunk)
     result = train(
         algo,
         dataclasses.replace(base, num_seeds=num_agents),
-        options,
-        [tracker, *sinks],
-        env.spec.frame_skip,
+        sinks=[tracker, *sinks],
+        updates_per_chunk=updates_per_chunk,
         start=start,
     )
     returns = np.where(tracker.diverged, np.nan, result.final_returns)
-    share = result.summary["steps_per_second"] / len(configs)
+    steps = result.timing.updates_done * base.env_steps_per_update * num_agents
+    share = steps / max(result.timing.train_time_s, 1e-9) / len(configs)
     per_config = [
         ConfigResult(cfg, returns[k * base.num_seeds : (k + 1) * base.num_seeds], div, share)
         for k, (cfg, div) in enumerate(
@@ -260,28 +238,27 @@ def run_batch(
 def sweep(
     algo_name: str,
     configs: Sequence[Any],
-    options: RunOptions | None = None,
+    updates_per_chunk: int | None = None,
     max_configs_per_batch: int | None = None,
     on_batch: Callable[[list[int], BatchResult], None] | None = None,
 ) -> list[ConfigResult]:
     """Trains every configuration, one compiled program per batch of a group.
 
     Args:
-        algo_name: ``"ppo"`` or ``"dqn"``.
+        algo_name: a registered algorithm (``purerl.algos.names()``).
         configs: the configurations; seeds per configuration are each one's ``num_seeds``.
-        options: chunking (``updates_per_chunk``); default: ``train``'s.
+        updates_per_chunk: chunking (default: ``purerl.loop.train``'s).
         max_configs_per_batch: split groups into batches of at most this many (memory bound).
         on_batch: called after each batch with its indices into ``configs`` and its result.
 
     Returns:
         One result per configuration, in the order of ``configs``.
     """
-    sweep_algo = SWEEP_ALGOS[algo_name]
-    options = options or RunOptions(progress=False)
+    spec = algos.get(algo_name)
     results: list[ConfigResult | None] = [None] * len(configs)
-    batches = split_groups(group_configs(configs, sweep_algo.traced), max_configs_per_batch)
+    batches = split_groups(group_configs(configs, spec.traced), max_configs_per_batch)
     for indices in batches:
-        batch = run_batch(sweep_algo, [configs[i] for i in indices], options)
+        batch = run_batch(spec, [configs[i] for i in indices], updates_per_chunk)
         for i, res in zip(indices, batch.configs, strict=True):
             results[i] = res
         if on_batch is not None:

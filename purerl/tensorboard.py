@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from purerl.extras import import_extra
-from purerl.logging import ChunkReport, report_rows
+from purerl.logging import ChunkReport
+from purerl.rundir import report_rows
 
 TENSORBOARD_EXTRA = "'purerl[tensorboard]'"
 """What to pip install for this module (tensorboardX)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from purerl.extras import import_extra
-from purerl.logging import ChunkReport, report_rows
+from purerl.logging import ChunkReport
+from purerl.rundir import report_rows
 from purerl.tensorboard import number_or_none
 
 
@@ -38,7 +39,7 @@ class WandbSink:
         frame_skip: int = 1,
         wandb_dir: str | None = None,
     ):
-        wandb = import_extra("wandb", "wandb", "--wandb-project")
+        wandb = import_extra("wandb", "'purerl[wandb]'", "--wandb-project")
         self.run = wandb.init(project=project, name=run_name, config=config, dir=wandb_dir)
         self.env_steps_per_update = env_steps_per_update
         self.frame_skip = frame_skip

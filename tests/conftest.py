@@ -1,10 +1,11 @@
-"""Test defaults: CPU only, small sizes, deterministic hypothesis runs, a shared compile cache."""
+"""Test defaults: CPU only, deterministic hypothesis runs, a shared compile cache, and the
+session-scoped runs that many tests read (trained once, copied where a test changes them)."""
 
 import os
 import tempfile
 
-# Must be set before jax is imported anywhere in the test session. The environment variables
-# reach the CLI subprocesses the tests start as well.
+# Must be set before jax creates its backend anywhere in the test session; the variables reach
+# the subprocesses the tests start as well.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Many tests build the same small programs again (fresh jit objects over equal configs); JAX's
 # persistent cache turns those repeat compiles into loads. A fresh directory per session keeps
@@ -12,12 +13,70 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="purerl-jax-cache-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+# The CLI's own cache directory stays out of the user's home during tests.
+os.environ.setdefault("PURERL_CACHE_DIR", os.environ["JAX_COMPILATION_CACHE_DIR"])
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Parallel workers share the cores: one compute thread each keeps them from fighting over
+    # the cores that the other worker's compiles (single-threaded anyway) need.
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "")
+        + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    ).strip()
 
 import hypothesis  # noqa: E402
+import pytest  # noqa: E402
 
 from purerl.runtime import configure_jax  # noqa: E402
+from tests.helpers import ROOT, TINY_ARGS, run_cli  # noqa: E402
 
 configure_jax()
 
 hypothesis.settings.register_profile("purerl", max_examples=40, deadline=None, derandomize=True)
 hypothesis.settings.load_profile("purerl")
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """A finished tiny PPO run (2 seeds, 6 updates) with a checkpoint after every update,
+    trained through the command line. Copy it before changing it."""
+    run_dir = tmp_path_factory.mktemp("tiny") / "run"
+    result = run_cli(
+        "train",
+        "ppo",
+        *TINY_ARGS,
+        "--num-seeds",
+        "2",
+        "--run-dir",
+        str(run_dir),
+        "--checkpoint-every",
+        "1",
+        "--keep-checkpoints",
+        "10",
+        "--updates-per-chunk",
+        "1",
+    )
+    assert result.code == 0, result.stderr
+    return run_dir
+
+
+def readme_example() -> str:
+    """The Python example of the README (its first ``python`` code block)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.fixture(scope="session")
+def cartpole_run(tmp_path_factory):
+    """The README's Python example, run as written in a fresh directory: PPO's CartPole-v1
+    preset, 4 seeds x 5e5 steps, through ``purerl.train(run_dir=...)``. The learning test's
+    run, and a trained agent for the evaluation, policy and plot tests."""
+    cwd = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("readme"))
+    try:
+        namespace: dict = {}
+        exec(readme_example(), namespace)  # noqa: S102 - the README's own code
+    finally:
+        os.chdir(cwd)
+    result = namespace["result"]
+    assert result.run_dir.is_absolute(), "the example's run directory must come back absolute"
+    return result

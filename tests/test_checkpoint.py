@@ -1,23 +1,19 @@
-"""Checkpoints: exact resume, retention, and clear errors that never touch what exists."""
+"""Checkpoints through the life of a run: exact resume, retention, fallbacks, and errors that
+never touch what exists."""
 
 import dataclasses
-import hashlib
+import errno
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from purerl import checkpoint
-from purerl.algos.dqn import make_dqn
-from purerl.algos.ppo import make_ppo
-from purerl.cli import Experiment, run_experiment
-from purerl.train import RunOptions
-from tests.algos.test_dqn import TINY as DQN_TINY
-from tests.algos.test_ppo import TINY as PPO_TINY
-from tests.algos.test_ppo import leaves_equal
+from purerl import algos, checkpoint, session
+from tests.helpers import leaves_equal, metric_rows, run_cli, tree_digest
 
-BUILD = {"ppo": make_ppo, "dqn": make_dqn}
+PPO = algos.get("ppo").smoke
+DQN = algos.get("dqn").smoke
 
 
 class StopAfter:
@@ -25,67 +21,69 @@ class StopAfter:
 
     def __init__(self, chunks: int):
         self.left = chunks
-        self.signum = 2
+        self.signum = None
 
     def requested(self) -> bool:
         self.left -= 1
+        if self.left == 0:
+            self.signum = 2
         return self.left == 0
 
 
-def run(algo_name, cfg, run_dir, stop=None, resume=False, **options):
-    options = RunOptions(run_dir=str(run_dir), progress=False, updates_per_chunk=1, **options)
-    exp = Experiment(cfg, options, resume=str(run_dir) if resume else None)
-    return run_experiment(algo_name, exp, BUILD[algo_name], stop)
-
-
-def metric_rows(run_dir):
-    rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    for row in rows:
-        del row["wall_time_s"]
-    return rows
-
-
-def tree_digest(path: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(path.rglob("*"))
-        if p.is_file()
-    }
+def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options):
+    spec = algos.get(name)
+    options = {"progress": False, "updates_per_chunk": 1, **options}
+    opts = spec.options_cls(run_dir=None if resume else str(run_dir), **options)
+    request = session.TrainRequest(
+        spec, cfg, opts, resume=Path(run_dir) if resume else None, resume_from=resume_from
+    )
+    return session.run(request, stop)
 
 
 @pytest.mark.parametrize(
-    "algo_name, cfg",
-    [("ppo", PPO_TINY), ("dqn", dataclasses.replace(DQN_TINY, num_seeds=2))],
+    "name, cfg", [("ppo", PPO), ("dqn", dataclasses.replace(DQN, num_seeds=2))]
 )
-def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, algo_name, cfg):
-    whole = run(algo_name, cfg, tmp_path / "whole")
-    stopped = run(algo_name, cfg, tmp_path / "cut", stop=StopAfter(3))
-    assert stopped.interrupted and stopped.summary["num_updates"] == 3
-    resumed = run(algo_name, cfg, tmp_path / "cut", resume=True)
-    assert not resumed.interrupted and resumed.summary["resumed_from_update"] == 3
-    assert leaves_equal(whole.agents, resumed.agents)
+def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, name, cfg):
+    whole = run(name, cfg, tmp_path / "whole")
+    stopped = run(name, cfg, tmp_path / "cut", stop=StopAfter(3))
+    assert stopped.result.interrupted and stopped.summary.num_updates == 3
+    resumed = run(name, cfg, tmp_path / "cut", resume=True)
+    assert not resumed.result.interrupted and resumed.summary.resumed_from_update == 3
+    assert leaves_equal(whole.result.agents, resumed.result.agents)
     assert metric_rows(tmp_path / "whole") == metric_rows(tmp_path / "cut")
     for key in ["per_seed_final_return", "num_updates", "total_env_steps"]:
-        assert whole.summary[key] == resumed.summary[key]
+        assert getattr(whole.summary, key) == getattr(resumed.summary, key)
+
+
+def test_resumed_summary_counts_the_time_of_every_process(tmp_path):
+    run("ppo", PPO, tmp_path / "cut", stop=StopAfter(2))
+    resumed = run("ppo", PPO, tmp_path / "cut", resume=True).summary
+    first, second = resumed.sessions
+    assert (first["first_update"], first["last_update"]) == (0, 2)
+    assert (second["first_update"], second["last_update"]) == (2, 6)
+    assert resumed.train_time_s == pytest.approx(first["train_time_s"] + second["train_time_s"])
+    per_update = PPO.env_steps_per_update
+    assert first["env_steps"] + second["env_steps"] == 6 * per_update == resumed.total_env_steps
+    assert resumed.steps_per_second == pytest.approx(6 * per_update / resumed.train_time_s)
 
 
 def test_resume_drops_metric_rows_written_after_the_last_checkpoint(tmp_path):
     # Checkpoints every 4 updates; stopping after update 5 saves at 5 too, so emulate a kill
     # after update 5 by deleting that checkpoint: rows 5 must go, and the resumed run equals
     # an uninterrupted one.
-    whole = run("ppo", PPO_TINY, tmp_path / "whole")
-    run("ppo", PPO_TINY, tmp_path / "cut", stop=StopAfter(5), checkpoint_every=4)
+    whole = run("ppo", PPO, tmp_path / "whole")
+    run("ppo", PPO, tmp_path / "cut", stop=StopAfter(5), checkpoint_every=4)
     shutil.rmtree(tmp_path / "cut" / "checkpoints" / "5")
     with open(tmp_path / "cut" / "metrics.jsonl", "a") as f:
         f.write('{"update": 6, "trunc')  # a row cut off by the kill
-    resumed = run("ppo", PPO_TINY, tmp_path / "cut", resume=True, checkpoint_every=4)
-    assert resumed.summary["resumed_from_update"] == 4
+    resumed = run("ppo", PPO, tmp_path / "cut", resume=True)
+    assert resumed.summary.resumed_from_update == 4
     assert metric_rows(tmp_path / "whole") == metric_rows(tmp_path / "cut")
-    assert leaves_equal(whole.agents.state.params, resumed.agents.state.params)
+    assert leaves_equal(whole.result.agents.state.params, resumed.result.agents.state.params)
 
 
 def test_keeps_the_latest_and_the_best(tmp_path):
-    run("ppo", PPO_TINY, tmp_path / "run", keep_checkpoints=2, keep_best=1)
+    run("ppo", PPO, tmp_path / "run", keep_checkpoints=2, keep_best=1, checkpoint_every=1)
     steps = checkpoint.available_steps(tmp_path / "run")
     assert steps[-2:] == [5, 6] and len(steps) in (2, 3)
     best = checkpoint.resolve_step(tmp_path / "run", "best")
@@ -102,25 +100,105 @@ def test_keeps_the_latest_and_the_best(tmp_path):
         assert scored[best] == max(scored.values())
 
 
+def test_a_resume_keeps_the_checkpoints_the_run_was_told_to_keep(tmp_path):
+    run("ppo", PPO, tmp_path / "run", stop=StopAfter(4), keep_checkpoints=100, checkpoint_every=1)
+    assert checkpoint.available_steps(tmp_path / "run") == [1, 2, 3, 4]
+    # Resumed from the command line with no run flags: the saved options (keep 100, a
+    # checkpoint every update) still hold.
+    result = run_cli("train", "--resume", tmp_path / "run")
+    assert result.code == 0, result.stderr
+    assert checkpoint.available_steps(tmp_path / "run") == [1, 2, 3, 4, 5, 6]
+    # A safe option may change, and the change is recorded with the run.
+    result = run_cli("train", "ppo", "--resume", tmp_path / "run", "--keep-checkpoints", "2")
+    assert result.code == 0, result.stderr
+    changes = json.loads((tmp_path / "run" / "resumes.jsonl").read_text().splitlines()[-1])
+    assert changes["changed_options"] == {"keep_checkpoints": [100, 2]}
+
+
+def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
+    whole = run("ppo", PPO, tmp_path / "whole")
+    cut = tmp_path / "cut"
+    run("ppo", PPO, cut, stop=StopAfter(4), checkpoint_every=1, keep_checkpoints=10)
+    for path in (cut / "checkpoints" / "4").rglob("*"):
+        if path.is_file() and path.stat().st_size > 0:
+            path.write_bytes(b"\0" * path.stat().st_size)
+    damaged = tree_digest(cut / "checkpoints" / "4")
+    resumed = run("ppo", PPO, cut, resume=True)
+    assert resumed.summary.resumed_from_update == 3
+    assert leaves_equal(whole.result.agents, resumed.result.agents)
+    assert metric_rows(tmp_path / "whole") == metric_rows(cut)
+    # Kept, byte for byte, out of the way of the new checkpoints; the resume says so.
+    (moved,) = (cut / "unreadable-checkpoints").iterdir()
+    assert moved.name.startswith("4-") and tree_digest(moved) == damaged
+    (resume,) = [json.loads(line) for line in (cut / "resumes.jsonl").read_text().splitlines()]
+    assert resume["from_update"] == 3 and resume["skipped_checkpoints"][0]["update"] == 4
+
+
+def test_a_garbage_folder_named_like_a_step_is_skipped_and_kept(tmp_path):
+    cut = tmp_path / "cut"
+    run("ppo", PPO, cut, stop=StopAfter(3), checkpoint_every=1, keep_checkpoints=10)
+    (cut / "checkpoints" / "5").mkdir()
+    (cut / "checkpoints" / "5" / "junk.txt").write_text("not a checkpoint")
+    resumed = run("ppo", PPO, cut, resume=True)
+    assert resumed.summary.resumed_from_update == 3 and resumed.summary.num_updates == 6
+    (moved,) = (cut / "unreadable-checkpoints").iterdir()
+    assert (moved / "junk.txt").read_text() == "not a checkpoint"
+
+
+def test_resume_from_an_explicit_step(tmp_path):
+    whole = run("ppo", PPO, tmp_path / "whole")
+    cut = tmp_path / "cut"
+    run("ppo", PPO, cut, stop=StopAfter(4), checkpoint_every=1, keep_checkpoints=10)
+    resumed = run("ppo", PPO, cut, resume=True, resume_from=2)
+    assert resumed.summary.resumed_from_update == 2
+    assert leaves_equal(whole.result.agents, resumed.result.agents)
+    with pytest.raises(checkpoint.CheckpointError, match="has no checkpoint 9"):
+        run("ppo", PPO, cut, resume=True, resume_from=9)
+
+
 def test_dqn_without_buffer_in_checkpoints_resumes_with_an_empty_buffer(tmp_path):
-    cfg = DQN_TINY
-    run("dqn", cfg, tmp_path / "run", stop=StopAfter(3), checkpoint_buffer=False)
-    resumed = run("dqn", cfg, tmp_path / "run", resume=True, checkpoint_buffer=False)
-    assert resumed.summary["num_updates"] == cfg.num_updates
+    run("dqn", DQN, tmp_path / "run", stop=StopAfter(3), checkpoint_buffer=False)
+    resumed = run("dqn", DQN, tmp_path / "run", resume=True, checkpoint_buffer=False)
+    assert resumed.summary.num_updates == DQN.num_updates
     latest = checkpoint.resolve_step(tmp_path / "run", "latest")
     saved = tmp_path / "run" / "checkpoints" / str(latest) / "record" / "metadata"
     assert json.loads(saved.read_text())["transient"] == ["buffer"]
 
 
 def test_errors_name_the_problem_and_leave_checkpoints_alone(tmp_path):
-    fresh = run("ppo", PPO_TINY, tmp_path / "run")
-    assert fresh.summary["num_updates"] == 6
+    fresh = run("ppo", PPO, tmp_path / "run")
+    assert fresh.summary.num_updates == 6
     before = tree_digest(tmp_path / "run")
     with pytest.raises(checkpoint.CheckpointError, match="does not exist"):
-        run("ppo", PPO_TINY, tmp_path / "missing", resume=True)
-    other = dataclasses.replace(PPO_TINY, hidden_sizes=(8,))
+        run("ppo", PPO, tmp_path / "missing", resume=True)
+    other = dataclasses.replace(PPO, hidden_sizes=(8,))
     with pytest.raises(checkpoint.CheckpointError, match="hidden_sizes"):
         run("ppo", other, tmp_path / "run", resume=True)
     with pytest.raises(checkpoint.CheckpointError, match="written by ppo, not dqn"):
-        run("dqn", DQN_TINY, tmp_path / "run", resume=True)
+        run("dqn", DQN, tmp_path / "run", resume=True)
     assert tree_digest(tmp_path / "run") == before
+
+
+def test_a_full_disk_stops_with_one_message_and_the_run_resumes_once_space_is_back(
+    tmp_path, monkeypatch
+):
+    whole = run("ppo", PPO, tmp_path / "whole")
+    saves = {"count": 0}
+    real_save = checkpoint.Checkpointer.save
+
+    def save_until_full(self, updates_done, *args, **kwargs):
+        saves["count"] += 1
+        if saves["count"] == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(self, updates_done, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "save", save_until_full)
+    with pytest.raises(Exception) as err:
+        run("ppo", PPO, tmp_path / "cut", checkpoint_every=1)
+    message = str(err.value)
+    assert "no space left on the device of" in message and "MiB free" in message
+    assert "the last complete checkpoint (update 2) is kept" in message
+    monkeypatch.setattr(checkpoint.Checkpointer, "save", real_save)
+    assert checkpoint.available_steps(tmp_path / "cut") == [1, 2]
+    resumed = run("ppo", PPO, tmp_path / "cut", resume=True)
+    assert leaves_equal(whole.result.agents, resumed.result.agents)

@@ -1,71 +1,54 @@
-"""The experiment scripts, run as a user would: subprocesses with tiny sizes."""
+"""The ``purerl`` command in-process: runs, refusals, help, resume rules, locks.
 
+What needs a real process (signals, the console script, the experiment scripts) is in
+``test_processes.py``.
+"""
+
+import errno
 import json
 import os
-import subprocess
-import sys
+import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = [
-    "--num-envs",
-    "4",
-    "--rollout-len",
-    "16",
-    "--num-minibatches",
-    "2",
-    "--num-epochs",
-    "1",
-    "--hidden-sizes",
-    "8",
-    "--total-timesteps",
-    "128",
-]
+from purerl import rundir
+from tests.helpers import TINY_ARGS, one_error_line, run_cli, tree_digest
+
+DQN_TINY = [
+    "--num-envs", "4", "--rollout-len", "8", "--buffer-size", "64", "--batch-size", "16",
+    "--learning-starts", "32", "--hidden-sizes", "8", "--total-timesteps", "96", "--no-progress",
+]  # fmt: skip
 
 
-def run_script(script, *args, cwd=None):
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / script), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env=env,
-        timeout=600,
-    )
+def rows(run_dir):
+    return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.slow
-def test_tiny_ppo_run_writes_config_metrics_and_summary(tmp_path):
-    run_dir = tmp_path / "run"
-    proc = run_script("ppo.py", *TINY, "--num-seeds", "2", "--run-dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
-    assert "final mean return" in proc.stdout
-    config = json.loads((run_dir / "config.json").read_text())
+def test_tiny_ppo_run_writes_config_metrics_and_summary(tiny_run):
+    config = json.loads((tiny_run / "config.json").read_text())
     assert config["algo"] == "ppo" and config["config"]["num_envs"] == 4
-    assert config["config"]["hidden_sizes"] == [8]
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [r["update"] for r in rows] == [1, 2]
-    assert rows[-1]["env_steps"] == 128 and len(rows[-1]["per_seed"]["loss/total"]) == 2
-    summary = json.loads((run_dir / "summary.json").read_text())
+    assert config["config"]["hidden_sizes"] == [8] and config["run"]["keep_checkpoints"] == 10
+    assert [r["update"] for r in rows(tiny_run)] == [1, 2, 3, 4, 5, 6]
+    assert rows(tiny_run)[-1]["env_steps"] == 384
+    assert len(rows(tiny_run)[-1]["per_seed"]["loss/total"]) == 2
+    summary = json.loads((tiny_run / "summary.json").read_text())
     for key in [
-        "final_mean_return",
-        "final_std_return",
-        "per_seed_final_return",
-        "total_env_steps",
-        "wall_time_s",
-        "compile_time_s",
-        "steps_per_second",
-    ]:
+        "final_mean_return", "final_std_return", "per_seed_final_return", "total_env_steps",
+        "wall_time_s", "compile_time_s", "train_time_s", "checkpoint_time_s",
+        "steps_per_second", "sessions",
+    ]:  # fmt: skip
         assert key in summary
-    assert summary["total_env_steps"] == 256 and len(summary["per_seed_final_return"]) == 2
+    assert summary["total_env_steps"] == 768 and len(summary["per_seed_final_return"]) == 2
+    for name in ["returns.png", "returns_smoothed.png"]:
+        assert (tiny_run / name).stat().st_size > 1000
 
 
-def test_default_run_dir_goes_under_runs(tmp_path):
-    proc = run_script("ppo.py", *TINY, "--no-progress", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+def test_default_run_dir_goes_under_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("train", "ppo", *TINY_ARGS, "--no-checkpoints")
+    assert result.code == 0, result.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("ppo-CartPole-v1-")
     assert (run_dir / "summary.json").exists()
@@ -78,79 +61,110 @@ def test_default_run_dir_goes_under_runs(tmp_path):
         (["--num-envs", "0"], "--num-envs must be positive"),
         (["--env", "CartPol-v1"], "unknown environment id 'CartPol-v1'; did you mean CartPole-v1"),
         (["--total-timesteps", "10"], "is less than one update"),
+        (["--total-timesteps", str(10**23)], "--total-timesteps 100,000,000,000,000,000,000,000"),
         (["--gamma", "1.5"], "--gamma must lie in [0, 1]"),
+        (["--lr", "inf"], "--lr must be finite"),
+        (["--lr", "nan"], "--lr must be finite"),
         (["--env-options", "nonsense"], "--env-options takes key=value pairs"),
         (["--env-options", "foo=1"], "CartPole-v1 has no parameter foo"),
-        (["--precision", "fp16"], "--precision must be fp32 or bf16"),
+        (["--env-options", "max_steps_in_episode=abc"], "max_steps_in_episode takes a number"),
+        (["--env-options", "max_steps_in_episode=2.5"], "takes a whole number"),
+        (["--precision", "fp16"], "invalid choice 'fp16' for argument '--precision'"),
+        (["--activation", "swishh"], "Expected one of ('tanh', 'relu', 'gelu', 'swish')"),
+        (["--parallel", "foo"], "Expected one of ('seeds', 'data')"),
+        (["--device", "tpu"], "--device"),
+        (["--updates-per-chunk", "-1"], "--updates-per-chunk must be at least 1"),
+        (["--keep-checkpoints", "-1"], "--keep-checkpoints must be at least 1"),
+        (["--checkpoint-every", "0"], "--checkpoint-every must be at least 1"),
+        (["--checkpoint-minutes", "0"], "--checkpoint-minutes must be a positive number"),
+        (["--plot-window", "0"], "--plot-window must be at least 1"),
+        (["--hidden-sizes", "0"], "--hidden-sizes must be 1 to 64 widths"),
+        (["--seed", "-1"], "--seed must lie in"),
+        (["--lr"], "Missing value for argument '--lr'"),
+        (["--no-such-flag", "1"], "Unrecognized options: --no-such-flag"),
+        (["--preset", "NoSuchPreset"], "unknown preset 'NoSuchPreset' for ppo; presets:"),
+        (["--resume-from", "3"], "--resume-from goes with --resume"),
+        (["--config", "a.json", "--resume", "b"], "--resume and --config exclude each other"),
+        (["--num-devices", "3"], "--num-devices 3: 1 cpu device(s) are available"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(tmp_path, args, message):
+def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, args, message):
     run_dir = tmp_path / "run"
-    proc = run_script("ppo.py", *TINY, *args, "--run-dir", str(run_dir))
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    assert message in lines[0]
+    result = run_cli("train", "ppo", *TINY_ARGS, *args, "--run-dir", run_dir)
+    one_error_line(result, message)
     assert not run_dir.exists()
+
+
+def test_a_huge_budget_is_refused_within_a_second(tmp_path):
+    start = time.perf_counter()
+    result = run_cli("train", "ppo", "--total-timesteps", str(10**23), "--run-dir", tmp_path / "r")
+    assert time.perf_counter() - start < 1.0
+    one_error_line(result, "about a year at 30M steps/s")
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_commands_and_algorithms_name_the_choices():
+    one_error_line(run_cli("trian"), "unknown command 'trian'; choose one of train, eval")
+    one_error_line(run_cli("train", "a2c"), "unknown algorithm 'a2c'; choose one of ppo, dqn")
+    one_error_line(run_cli("train", "--lr", "1"), "name the algorithm first")
 
 
 def test_existing_run_dir_is_never_overwritten(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "keep.txt").write_text("precious")
-    proc = run_script("ppo.py", *TINY, "--run-dir", str(run_dir))
-    assert proc.returncode == 2 and "already exists and is not empty" in proc.stderr
-    assert (run_dir / "keep.txt").read_text() == "precious"
+    result = run_cli("train", "ppo", *TINY_ARGS, "--run-dir", run_dir)
+    one_error_line(result, "already exists and is not empty")
     assert sorted(p.name for p in run_dir.iterdir()) == ["keep.txt"]
 
 
-def test_help_lists_flags():
-    proc = run_script("ppo.py", "--help")
-    assert proc.returncode == 0
-    for flag in [
-        "--env",
-        "--num-envs",
-        "--num-seeds",
-        "--total-timesteps",
-        "--seed",
-        "--lr",
-        "--run-dir",
-        "--clip-eps",
-        "--ent-coef",
-    ]:
-        assert flag in proc.stdout
+def test_an_unusable_run_dir_is_one_line(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = run_cli("train", "ppo", *TINY_ARGS, "--run-dir", blocker / "run")
+    one_error_line(result, f"cannot create run directory {blocker / 'run'}")
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    result = run_cli("train", "ppo", *TINY_ARGS, "--run-dir", tmp_path / "ro" / "run")
+    one_error_line(result, "Read-only file system")
 
 
-DQN_TINY = [
-    "--num-envs",
-    "4",
-    "--rollout-len",
-    "8",
-    "--buffer-size",
-    "64",
-    "--batch-size",
-    "16",
-    "--learning-starts",
-    "32",
-    "--hidden-sizes",
-    "8",
-    "--total-timesteps",
-    "96",
-]
+def test_dry_run_checks_everything_and_writes_nothing(tmp_path):
+    result = run_cli(
+        "train", "ppo", "--env", "Pendulum-v1", "--dry-run", "--run-dir", tmp_path / "r"
+    )
+    assert result.code == 0, result.stderr
+    assert "ppo on Pendulum-v1: 1 seed(s), 999,424 steps per seed in 244 updates" in result.stdout
+    assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.slow
+def test_help_lists_flags_choices_and_the_preset_it_starts_from():
+    result = run_cli("train", "ppo", "--env", "Pendulum-v1", "--help")
+    assert result.code == 0
+    text = result.stdout
+    for flag in ["--env", "--num-envs", "--num-seeds", "--total-timesteps", "--lr", "--run-dir"]:
+        assert flag in text
+    assert "{tanh,relu,gelu,swish}" in text and "{fp32,bf16}" in text
+    assert "Defaults: preset Pendulum-v1." in text and "Presets:" in text
+    assert "(default: None)" not in text  # one default per flag, in words where None stands in
+    assert "--checkpoint-buffer" not in text  # a DQN run option: only under dqn
+    assert "--checkpoint-buffer" in run_cli("train", "dqn", "--help").stdout
+
+
 def test_tiny_dqn_run_writes_config_metrics_and_summary(tmp_path):
     run_dir = tmp_path / "run"
-    proc = run_script("dqn.py", *DQN_TINY, "--num-seeds", "2", "--run-dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
+    result = run_cli("train", "dqn", *DQN_TINY, "--num-seeds", "2", "--run-dir", run_dir)
+    assert result.code == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())
     assert config["algo"] == "dqn" and config["config"]["buffer_size"] == 64
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [r["update"] for r in rows] == [1, 2, 3]
+    metrics = rows(run_dir)
+    assert [r["update"] for r in metrics] == [1, 2, 3]
     # The first update only fills the buffer: no loss yet, and no error about it either.
-    assert rows[0]["loss/total"] is None and rows[0]["optim/gradient_steps"] == 0
-    assert rows[-1]["loss/total"] is not None and rows[-1]["optim/gradient_steps"] == 8
+    assert metrics[0]["loss/total"] is None and metrics[0]["optim/gradient_steps"] == 0
+    assert metrics[-1]["loss/total"] is not None and metrics[-1]["optim/gradient_steps"] == 8
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["total_env_steps"] == 192 and len(summary["per_seed_final_return"]) == 2
 
@@ -161,37 +175,108 @@ def test_tiny_dqn_run_writes_config_metrics_and_summary(tmp_path):
         (["--batch-size", "128"], "--batch-size 128 exceeds --buffer-size 64"),
         (["--learning-starts", "96"], "--learning-starts 96 is not below the run's 96 steps"),
         (["--env", "Pendulum-v1"], "DQN needs discrete actions"),
+        (["--loss", "l1"], "Expected one of ('huber', 'mse')"),
     ],
 )
 def test_bad_dqn_arguments_exit_2_with_one_line(tmp_path, args, message):
     run_dir = tmp_path / "run"
-    proc = run_script("dqn.py", *DQN_TINY, *args, "--run-dir", str(run_dir))
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    assert message in lines[0]
+    one_error_line(run_cli("train", "dqn", *DQN_TINY, *args, "--run-dir", run_dir), message)
     assert not run_dir.exists()
 
 
-def test_dqn_help_lists_its_flags():
-    proc = run_script("dqn.py", "--help")
-    assert proc.returncode == 0
-    for flag in ["--buffer-size", "--learning-starts", "--double-q", "--tau", "--eps-end"]:
-        assert flag in proc.stdout
+# ---- resuming -----------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_tiny_run_writes_learning_curves_and_tensorboard(tmp_path):
-    from PIL import Image
-
-    from purerl.tensorboard import read_scalars
-
+@pytest.fixture
+def stopped_run(tiny_run, tmp_path):
+    """A copy of the tiny run that looks stopped at update 4 (checkpoints 1-4)."""
     run_dir = tmp_path / "run"
-    proc = run_script("ppo.py", *TINY, "--run-dir", str(run_dir), "--tensorboard")
-    assert proc.returncode == 0, proc.stderr
-    for name in ["returns.png", "returns_smoothed.png"]:
-        image = Image.open(run_dir / name)
-        assert image.size == (800, 500)
-    scalars = read_scalars(run_dir / "tensorboard")
-    assert [step for step, _ in scalars["loss/total"]] == [64, 128]
-    assert "loss/total/seed_0" in scalars
+    shutil.copytree(tiny_run, run_dir)
+    for step in (5, 6):
+        shutil.rmtree(run_dir / "checkpoints" / str(step))
+    return run_dir
+
+
+def test_resume_continues_to_the_uninterrupted_result(tiny_run, stopped_run):
+    result = run_cli("train", "--resume", stopped_run)  # the algorithm is read from the run
+    assert result.code == 0, result.stderr
+    assert "resuming at update 4" in result.stdout
+    finished = [{k: v for k, v in r.items() if k != "wall_time_s"} for r in rows(tiny_run)]
+    resumed = [{k: v for k, v in r.items() if k != "wall_time_s"} for r in rows(stopped_run)]
+    assert resumed == finished
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--lr", "0.1"], "--lr cannot change when resuming"),
+        (["--parallel", "data"], "--parallel cannot change when resuming"),
+        (["--run-dir", "elsewhere"], "--run-dir cannot change when resuming"),
+        (["--config", "x.json"], "--resume and --config exclude each other"),
+    ],
+)
+def test_resuming_with_a_fixed_flag_is_refused_and_touches_nothing(stopped_run, args, message):
+    before = tree_digest(stopped_run)
+    one_error_line(run_cli("train", "ppo", "--resume", stopped_run, *args), message)
+    assert tree_digest(stopped_run) == before
+
+
+@pytest.mark.parametrize("case", ["missing", "no checkpoint", "other run", "other algorithm"])
+def test_bad_resume_exits_2_with_one_line_and_touches_nothing(tmp_path, stopped_run, case):
+    run_dir = tmp_path / "case"
+    algo = "ppo"
+    if case == "no checkpoint":
+        result = run_cli("train", "ppo", *TINY_ARGS, "--run-dir", run_dir, "--no-checkpoints")
+        assert result.code == 0, result.stderr
+    elif case == "other run":
+        shutil.copytree(stopped_run, run_dir)
+        config = json.loads((run_dir / "config.json").read_text())
+        config["config"]["hidden_sizes"] = [16]
+        (run_dir / "config.json").write_text(json.dumps(config))
+    elif case == "other algorithm":
+        shutil.copytree(stopped_run, run_dir)
+        algo = "dqn"
+    before = tree_digest(run_dir) if run_dir.exists() else None
+    result = run_cli("train", algo, "--resume", run_dir)
+    expected = {
+        "missing": "does not exist",
+        "no checkpoint": "has no complete checkpoint",
+        "other run": "does not match this run's configuration (hidden_sizes",
+        "other algorithm": "holds a ppo run, not dqn; use: purerl train ppo --resume",
+    }[case]
+    one_error_line(result, expected)
+    assert (tree_digest(run_dir) if run_dir.exists() else None) == before
+
+
+def test_every_checkpoint_unreadable_is_one_line_and_nothing_is_moved(stopped_run):
+    for path in (stopped_run / "checkpoints").rglob("*"):
+        if path.is_file() and path.stat().st_size > 0 and "state" in path.parts:
+            path.write_bytes(b"\0" * path.stat().st_size)
+    before = tree_digest(stopped_run)
+    one_error_line(run_cli("train", "--resume", stopped_run), "no checkpoint of")
+    assert tree_digest(stopped_run) == before
+
+
+def test_a_locked_run_is_refused_naming_the_holder(stopped_run):
+    lock = rundir.RunLock(stopped_run).acquire()
+    try:
+        before = tree_digest(stopped_run)
+        one_error_line(
+            run_cli("train", "--resume", stopped_run),
+            f"in use by a live training process (PID {os.getpid()})",
+        )
+        assert tree_digest(stopped_run) == before
+    finally:
+        lock.release()
+    assert run_cli("train", "--resume", stopped_run).code == 0
+
+
+def test_a_saved_config_reproduces_the_run_bit_for_bit(tiny_run, tmp_path):
+    again = tmp_path / "again"
+    result = run_cli(
+        "train", "ppo", "--config", tiny_run / "config.json", "--run-dir", again,
+        "--updates-per-chunk", "3", "--no-progress",
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_time_s"} for r in rs]  # noqa: E731
+    assert strip(rows(again)) == strip(rows(tiny_run))

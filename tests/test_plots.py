@@ -1,6 +1,7 @@
 """Trial graphs and run comparisons: valid, non-blank PNGs of the documented size."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,25 +10,25 @@ import numpy as np
 import pytest
 
 from purerl.plots import TRIAL_GRAPH_FILES, NotARunError, compare_runs, write_trial_graphs
-from tests.run_fixtures import learning_curves, png_is_a_plot, train_tiny_run, write_synthetic_run
+from tests.helpers import learning_curves, png_is_a_plot, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("runs") / "ppo-tiny"
-    train_tiny_run(run_dir)
-    return run_dir
+@pytest.fixture
+def run_copy(tiny_run, tmp_path):
+    """The session's tiny run, copied (graphs are written into the run directory)."""
+    shutil.copytree(tiny_run, tmp_path / "ppo-tiny")
+    return tmp_path / "ppo-tiny"
 
 
-def test_trial_graphs_of_a_real_run(tiny_run):
-    paths = write_trial_graphs(tiny_run, window=3)
+def test_trial_graphs_of_a_real_run(run_copy):
+    paths = write_trial_graphs(run_copy, window=3)
     assert [p.name for p in paths] == list(TRIAL_GRAPH_FILES)
-    assert all(p.parent == tiny_run for p in paths)
+    assert all(p.parent == run_copy for p in paths)
     for path in paths:
         png_is_a_plot(path)
-    assert not list(tiny_run.glob("*.tmp"))  # written aside, then renamed
+    assert not list(run_copy.glob("*.tmp"))  # written aside, then renamed
 
 
 def test_trial_graphs_of_a_run_in_progress_with_gaps(tmp_path):
@@ -38,10 +39,10 @@ def test_trial_graphs_of_a_run_in_progress_with_gaps(tmp_path):
         png_is_a_plot(path)
 
 
-def test_compare_runs_overlays_runs_and_returns_rows(tiny_run, tmp_path):
+def test_compare_runs_overlays_runs_and_returns_rows(run_copy, tmp_path):
     other = write_synthetic_run(tmp_path / "synthetic", learning_curves(2, 40), finished=False)
     out = tmp_path / "compare.png"
-    rows = compare_runs([tiny_run, other], out, window=5)
+    rows = compare_runs([run_copy, other], out, window=5)
     png_is_a_plot(out)
     assert [r["run"] for r in rows] == ["ppo-tiny", "synthetic"]
     assert [r["status"] for r in rows] == ["finished", "in progress"]
@@ -49,10 +50,11 @@ def test_compare_runs_overlays_runs_and_returns_rows(tiny_run, tmp_path):
     assert rows[0]["final_mean_return"] > 0 and rows[1]["best_mean_return"] > 100
 
 
-def test_compare_checks_every_directory_before_drawing(tiny_run, tmp_path):
+def test_compare_checks_every_directory_before_drawing(run_copy, tmp_path):
     out = tmp_path / "compare.png"
+    (tmp_path / "empty").mkdir()
     with pytest.raises(NotARunError, match="no config.json"):
-        compare_runs([tiny_run, tmp_path], out)
+        compare_runs([run_copy, tmp_path / "empty"], out)
     assert not out.exists()
 
 
@@ -69,7 +71,7 @@ def test_drawing_selects_no_backend_and_leaves_no_pyplot_figures(tmp_path):
         "import pathlib, numpy as np, matplotlib\n"
         "backend_before = matplotlib.rcParams._get_backend_or_none()\n"
         "from purerl.plots import write_trial_graphs\n"
-        "from tests.run_fixtures import write_synthetic_run\n"
+        "from tests.helpers import write_synthetic_run\n"
         f"write_trial_graphs(write_synthetic_run(pathlib.Path({str(tmp_path / 'r')!r}),"
         " np.ones((1, 3))))\n"
         "assert matplotlib.rcParams._get_backend_or_none() == backend_before\n"

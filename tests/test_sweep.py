@@ -9,13 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import envs
+from purerl import algos, envs
 from purerl.algos.dqn import DQNConfig, make_dqn
 from purerl.algos.ppo import PPOConfig, PPOHparams, make_ppo
 from purerl.logging import ChunkReport
+from purerl.loop import train
 from purerl.sweep import (
     NONFINITE_LOSS,
-    SWEEP_ALGOS,
     AgentTracker,
     BatchResult,
     ConfigResult,
@@ -26,7 +26,6 @@ from purerl.sweep import (
     stack_hparams,
     sweep,
 )
-from purerl.train import RunOptions, train
 
 TINY_PPO = PPOConfig(
     num_envs=4,
@@ -52,8 +51,7 @@ LEARNING_RATES = (1e-3, 3e-3, 1e-2)
 
 
 def single_run(cfg, build):
-    result = train(build(cfg, envs.make(cfg.env, cfg.num_envs)), cfg, RunOptions(progress=False))
-    return result
+    return train(build(cfg, envs.from_config(cfg)), cfg)
 
 
 def assert_agent_matches_single_run(batch, agent, single):
@@ -69,7 +67,7 @@ def assert_agent_matches_single_run(batch, agent, single):
 @pytest.mark.slow
 def test_ppo_sweep_of_three_learning_rates_equals_single_runs():
     configs = [dataclasses.replace(TINY_PPO, lr=lr, num_seeds=2) for lr in LEARNING_RATES]
-    batch = run_batch(SWEEP_ALGOS["ppo"], configs, RunOptions(progress=False))
+    batch = run_batch(algos.get("ppo"), configs)
     # Every configuration's first seed, and the second seed of one (agent (k, s) is 2k + s).
     for k, s in [(0, 0), (1, 0), (2, 0), (0, 1)]:
         alone = dataclasses.replace(configs[k], seed=TINY_PPO.seed + s, num_seeds=1)
@@ -86,7 +84,7 @@ def test_ppo_sweep_of_three_learning_rates_equals_single_runs():
 @pytest.mark.slow
 def test_dqn_sweep_of_three_learning_rates_equals_single_runs():
     configs = [dataclasses.replace(TINY_DQN, lr=lr) for lr in LEARNING_RATES]
-    batch = run_batch(SWEEP_ALGOS["dqn"], configs, RunOptions(progress=False))
+    batch = run_batch(algos.get("dqn"), configs)
     for k, cfg in enumerate(configs):
         assert_agent_matches_single_run(batch, k, single_run(cfg, make_dqn))
     params = jax.tree.leaves(batch.train.agents.state.params)[0]
@@ -94,7 +92,7 @@ def test_dqn_sweep_of_three_learning_rates_equals_single_runs():
 
 
 def test_configs_are_grouped_by_the_fields_that_change_programs():
-    traced = SWEEP_ALGOS["ppo"].traced
+    traced = algos.get("ppo").traced
     configs = [
         TINY_PPO,
         dataclasses.replace(TINY_PPO, num_envs=8),
@@ -117,7 +115,7 @@ def test_hparams_are_stacked_config_major():
 def test_sweep_returns_results_in_input_order_across_groups(monkeypatch):
     calls = []
 
-    def fake_run_batch(sweep_algo, configs, options):
+    def fake_run_batch(spec, configs, updates_per_chunk):
         calls.append([c.num_envs for c in configs])
         returns = [np.array([c.num_envs + c.lr]) for c in configs]
         results = [

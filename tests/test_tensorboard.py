@@ -12,7 +12,7 @@ import pytest
 from purerl.config import ConfigError
 from purerl.extras import MissingExtraError
 from purerl.tensorboard import TensorBoardSink, iter_records, masked_crc32c, read_scalars
-from tests.run_fixtures import chunk_reports, train_tiny_run
+from tests.helpers import TINY_ARGS, chunk_reports, run_cli
 
 needs_tensorboardx = pytest.mark.skipif(
     importlib.util.find_spec("tensorboardX") is None,
@@ -76,11 +76,15 @@ def test_a_resumed_run_replaces_the_updates_after_its_checkpoint(tmp_path):
 
 
 @needs_tensorboardx
-def test_sink_in_a_real_run_matches_metrics_jsonl(tmp_path):
-    sink = TensorBoardSink(tmp_path / "tb", env_steps_per_update=64)
-    train_tiny_run(tmp_path / "run", extra_sinks=[sink])
-    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
-    scalars = read_scalars(tmp_path / "tb")
+def test_a_real_run_with_tensorboard_matches_metrics_jsonl(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        "train", "ppo", *TINY_ARGS, "--num-seeds", "2", "--run-dir", run_dir, "--tensorboard"
+    )
+    assert result.code == 0, result.stderr
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    scalars = read_scalars(run_dir / "tensorboard")
+    assert [step for step, _ in scalars["loss/total"]] == [64 * u for u in range(1, 7)]
     for metric in ["loss/total", "loss/entropy", "episode/length"]:
         for seed in range(2):
             expected = [
@@ -91,7 +95,7 @@ def test_sink_in_a_real_run_matches_metrics_jsonl(tmp_path):
             got = scalars[f"{metric}/seed_{seed}"]
             assert [s for s, _ in got] == [s for s, _ in expected]
             np.testing.assert_allclose([v for _, v in got], [v for _, v in expected], rtol=1e-6)
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
     ((step, value),) = scalars["summary/final_mean_return"]
     assert step == 384 and value == pytest.approx(summary["final_mean_return"], rel=1e-6)
 
@@ -142,7 +146,9 @@ def test_missing_wandb_is_a_clear_error(monkeypatch):
     from purerl.wandb_sink import WandbSink
 
     hide_module(monkeypatch, "wandb")
-    with pytest.raises(MissingExtraError, match="--wandb-project needs .* pip install wandb"):
+    with pytest.raises(
+        MissingExtraError, match=r"--wandb-project needs .* pip install 'purerl\[wandb\]'"
+    ):
         WandbSink("project", "run", {}, 64)
 
 

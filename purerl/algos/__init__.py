@@ -1,10 +1,24 @@
-"""Algorithms as pairs of pure functions, ``Algo(init, update)``."""
+"""Algorithms as pure functions, and the one registry every other part of purerl reads.
+
+An algorithm is an ``Algo(init, update, act)`` built from a configuration and an environment.
+Each algorithm module declares itself once, as an ``AlgoSpec`` named ``SPEC``: its name, its
+configuration and traced-hyperparameter classes, its builder, its presets, a tiny smoke
+configuration and its algorithm-specific run options. The command line, the Python API, sweeps,
+evaluation, checkpoints, benchmarks and the shared invariant tests all look algorithms up here
+and never spell one's name. Adding an algorithm is its module, one line in ``BUILTIN`` and its
+presets module; ``register`` adds one from outside purerl (a test, a user's package).
+
+Importing this module imports no algorithm: they load on first lookup.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, NamedTuple, TypeVar
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, NamedTuple, TypeVar
 
+from purerl.config import ConfigError
 from purerl.types import Array, Key, Metrics
 
 S = TypeVar("S")
@@ -15,8 +29,9 @@ class Algo(NamedTuple, Generic[S]):
 
     ``init(key)`` builds a fresh state; ``update(state, key)`` runs one rollout and learning
     step and returns the new state with that update's scalar metrics. Both are pure and are
-    jitted, scanned and vmapped by ``purerl.train``, never by the algorithm itself. Every state
-    has an int32 ``step`` field counting the updates done.
+    jitted, scanned and vmapped by ``purerl.loop``, never by the algorithm itself. Every state
+    has an int32 ``step`` field counting the updates done and an ``hparams`` field holding the
+    traced hyperparameters.
 
     ``act(state, obs, key, greedy)`` is the trained policy for evaluation: actions ``[B, ...]``
     for observations ``[B, ...]``, the most likely ones when ``greedy`` (a Python bool), else
@@ -26,3 +41,126 @@ class Algo(NamedTuple, Generic[S]):
     init: Callable[[Key], S]
     update: Callable[[S, Key], tuple[S, Metrics]]
     act: Callable[[S, Array, Key, bool], Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgoSpec:
+    """Everything purerl needs to know of one algorithm, declared once in its module."""
+
+    name: str
+    """Registry and command-line name (``purerl train <name>``)."""
+    summary: str
+    """One line for listings and ``--help``."""
+    config_cls: type
+    """Frozen configuration dataclass (a ``purerl.config.CommonConfig``); every field a flag."""
+    hparams_cls: type
+    """NamedTuple of the traced hyperparameters (``from_config(cfg)``): the config fields a
+    sweep varies inside one compiled program."""
+    build: Callable[..., Algo]
+    """``build(cfg, env, env_params=None, axis_name=None) -> Algo``."""
+    presets_module: str
+    """Module holding ``PRESETS: dict[str, config]``, keyed by environment id or preset name."""
+    smoke: Any
+    """A configuration that trains in seconds on a CPU: ``purerl doctor`` and the shared
+    invariant tests run it."""
+    run_options_cls: type | None = None
+    """``purerl.options.RunOptions`` or a subclass adding this algorithm's run flags (DQN: the
+    replay buffer in checkpoints); None means the plain ``RunOptions``."""
+
+    @property
+    def traced(self) -> tuple[str, ...]:
+        """Config fields that travel in ``state.hparams`` (vmapped within one program)."""
+        return self.hparams_cls._fields
+
+    @property
+    def presets(self) -> Mapping[str, Any]:
+        return importlib.import_module(self.presets_module).PRESETS
+
+    @property
+    def options_cls(self) -> type:
+        if self.run_options_cls is not None:
+            return self.run_options_cls
+        from purerl.options import RunOptions
+
+        return RunOptions
+
+    def base_config(self, env_id: str | None = None, preset: str | None = None) -> Any:
+        """The configuration flags apply to: a named preset, the preset of ``env_id``, or the
+        defaults with ``env_id`` (the defaults alone when both are None).
+
+        Raises:
+            ConfigError: ``preset`` names no preset of this algorithm.
+        """
+        presets = self.presets
+        if preset is not None:
+            if preset not in presets:
+                raise ConfigError(
+                    f"unknown preset {preset!r} for {self.name}; presets: {preset_names(presets)}"
+                )
+            return presets[preset]
+        if env_id is None:
+            return self.config_cls()
+        return presets.get(env_id) or dataclasses.replace(self.config_cls(), env=env_id)
+
+
+def preset_names(presets: Mapping[str, Any]) -> str:
+    """Preset names for messages, with the per-game Atari presets folded into one entry."""
+    atari = [name for name in presets if name.endswith("-v5")]
+    others = sorted(name for name in presets if not name.endswith("-v5"))
+    return ", ".join(others + ([f"<Game>-v5 (all {len(atari)} Atari games)"] if atari else []))
+
+
+BUILTIN: dict[str, str] = {
+    "ppo": "purerl.algos.ppo",
+    "dqn": "purerl.algos.dqn",
+}
+"""Algorithms shipped with purerl: name -> module defining ``SPEC``."""
+
+_REGISTRY: dict[str, AlgoSpec] = {}
+
+
+class UnknownAlgoError(ConfigError):
+    """A name no registered algorithm has."""
+
+
+def register(spec: AlgoSpec) -> AlgoSpec:
+    """Makes ``spec`` known under ``spec.name`` (replacing an earlier one of that name)."""
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Forgets an algorithm registered with ``register`` (built-ins come back on lookup)."""
+    _REGISTRY.pop(name, None)
+
+
+def names() -> list[str]:
+    """Every known algorithm: the built-ins, then those registered later, in order."""
+    return list(BUILTIN) + [name for name in _REGISTRY if name not in BUILTIN]
+
+
+def get(name: str) -> AlgoSpec:
+    """The spec registered as ``name``, loading a built-in module on first use.
+
+    Raises:
+        UnknownAlgoError: no such algorithm (the message lists the known ones).
+    """
+    if name not in _REGISTRY and name in BUILTIN:
+        spec = importlib.import_module(BUILTIN[name]).SPEC
+        _REGISTRY.setdefault(name, spec)
+    if name not in _REGISTRY:
+        raise UnknownAlgoError(f"unknown algorithm {name!r}; choose one of {', '.join(names())}")
+    return _REGISTRY[name]
+
+
+def for_config(cfg: Any) -> AlgoSpec:
+    """The registered algorithm whose configuration class ``cfg`` is an instance of.
+
+    Raises:
+        UnknownAlgoError: no registered algorithm takes this configuration.
+    """
+    for name in names():
+        spec = get(name)
+        if type(cfg) is spec.config_cls:
+            return spec
+    raise UnknownAlgoError(f"no registered algorithm takes a {type(cfg).__name__}")

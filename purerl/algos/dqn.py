@@ -19,23 +19,29 @@ import jax.numpy as jnp
 import optax
 
 from purerl import buffers
-from purerl.algos import Algo
+from purerl.algos import Algo, AlgoSpec
 from purerl.config import (
+    Activation,
     CommonConfig,
     ConfigError,
     require_network,
     require_positive,
     require_unit_interval,
 )
+from purerl.distributions import EpsilonGreedy
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
 from purerl.nets import QNetwork, make_q_network
-from purerl.ops.losses import TD_LOSSES, masked_mean, td_loss
+from purerl.ops.losses import TDLoss, masked_mean, td_loss
 from purerl.ops.optim import current_lr, linear_schedule, make_optimizer
 from purerl.ops.returns import q_learning_targets
 from purerl.ops.sgd import fold_in_axis, pmean, sgd_step
+from purerl.options import RunOptions
 from purerl.rollout import PolicyStep, collect
 from purerl.types import Array, Key, Metrics, PyTree
+
+MAX_DQN_STEPS = 2**31 - 1
+"""Environment steps are counted in int32 inside the update."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,14 +78,14 @@ class DQNConfig(CommonConfig):
     """Share of total_timesteps over which epsilon decays linearly from eps_start to eps_end."""
     max_grad_norm: float = 10.0
     """Gradients are rescaled so their global norm is at most this."""
-    loss: str = "mse"
+    loss: TDLoss = "mse"
     """TD loss: mse (half squared error) or huber (threshold 1)."""
     double_q: bool = False
     """Double DQN targets: the online network picks the next action (van Hasselt et al. 2016)."""
     hidden_sizes: tuple[int, ...] = (120, 84)
     """Hidden layer widths of the Q-network MLP."""
-    activation: str = "relu"
-    """Hidden activation: tanh, relu, gelu or swish."""
+    activation: Activation = "relu"
+    """Hidden activation."""
 
     @property
     def iterations_per_update(self) -> int:
@@ -94,17 +100,12 @@ class DQNConfig(CommonConfig):
         return self.num_envs * self.rollout_len
 
     @property
-    def num_updates(self) -> int:
-        return self.total_timesteps // self.env_steps_per_update
-
-    @property
     def num_gradient_steps(self) -> int:
         """Gradient steps in the whole run (iterations that end past learning_starts)."""
         iterations = self.num_updates * self.iterations_per_update
         return iterations - min(iterations, self.learning_starts // self.env_steps_per_iteration)
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self) -> None:
         require_positive(self, "rollout_len", "train_frequency", "buffer_size", "batch_size")
         require_positive(self, "target_update_period", "lr", "max_grad_norm")
         require_unit_interval(self, "gamma", "eps_start", "eps_end", "exploration_fraction")
@@ -125,18 +126,17 @@ class DQNConfig(CommonConfig):
                 f"--batch-size {self.batch_size} exceeds --buffer-size {self.buffer_size}; "
                 "lower the batch or grow the buffer"
             )
-        if self.total_timesteps < self.env_steps_per_update:
+        if self.total_timesteps > MAX_DQN_STEPS:
             raise ConfigError(
-                f"--total-timesteps {self.total_timesteps} is less than one update of "
-                f"{self.env_steps_per_update} steps; raise it or lower num_envs x rollout_len"
+                f"--total-timesteps {self.total_timesteps:,} is beyond the {MAX_DQN_STEPS:,} "
+                "environment steps DQN's int32 step counter holds; split the run"
             )
-        if self.learning_starts >= self.num_updates * self.env_steps_per_update:
+        run_steps = self.num_updates * self.env_steps_per_update
+        if run_steps and self.learning_starts >= run_steps:
             raise ConfigError(
                 f"--learning-starts {self.learning_starts} is not below the run's "
-                f"{self.num_updates * self.env_steps_per_update} steps: it would never learn"
+                f"{run_steps} steps: it would never learn"
             )
-        if self.loss not in TD_LOSSES:
-            raise ConfigError(f"--loss must be one of {list(TD_LOSSES)}, got {self.loss!r}")
         require_network(self)
 
 
@@ -186,12 +186,7 @@ def act_epsilon_greedy(
     network: QNetwork, params: PyTree, epsilon: Array, obs: Array, key: Key
 ) -> PolicyStep:
     """Greedy actions, each replaced by a uniformly random one with probability ``epsilon``."""
-    explore_key, random_key = jax.random.split(key)
-    q_values = network.apply(params, obs)
-    num_envs, num_actions = q_values.shape
-    random_actions = jax.random.randint(random_key, (num_envs,), 0, num_actions, jnp.int32)
-    explore = jax.random.uniform(explore_key, (num_envs,)) < epsilon
-    return PolicyStep(jnp.where(explore, random_actions, jnp.argmax(q_values, -1)))
+    return PolicyStep(EpsilonGreedy(network.apply(params, obs), epsilon).sample(key))
 
 
 def dqn_loss(
@@ -351,3 +346,36 @@ def learning_metrics(metrics: Metrics, learned: Array) -> Metrics:
     }
     out["optim/gradient_steps"] = count
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNRunOptions(RunOptions):
+    """Run options, and whether checkpoints hold the replay buffer."""
+
+    checkpoint_buffer: bool = True
+    """Include the replay buffer in checkpoints (exact resume; off saves space, and a resumed
+    run then refills an empty buffer)."""
+
+    def excluded_state(self) -> tuple[str, ...]:
+        return () if self.checkpoint_buffer else ("buffer",)
+
+
+SPEC = AlgoSpec(
+    name="dqn",
+    summary="Deep Q-Networks: replay buffer in device memory, target network, (Double) DQN",
+    config_cls=DQNConfig,
+    hparams_cls=DQNHparams,
+    build=make_dqn,
+    presets_module="purerl.presets.dqn",
+    smoke=DQNConfig(
+        num_envs=4,
+        rollout_len=8,
+        buffer_size=64,
+        batch_size=16,
+        learning_starts=32,
+        target_update_period=64,
+        hidden_sizes=(16,),
+        total_timesteps=4 * 8 * 6,
+    ),
+    run_options_cls=DQNRunOptions,
+)

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.algos import Algo
+from purerl.algos import Algo, AlgoSpec
 from purerl.config import (
+    Activation,
     CommonConfig,
     ConfigError,
     require_network,
@@ -29,7 +30,7 @@ from purerl.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss
 from purerl.ops.optim import current_lr, make_optimizer
 from purerl.ops.returns import compute_gae
 from purerl.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
-from purerl.rollout import PolicyStep, Rollout, collect
+from purerl.rollout import PolicyStep, collect, rollout_values
 from purerl.types import Array, Key, Metrics, PyTree
 
 
@@ -65,8 +66,8 @@ class PPOConfig(CommonConfig):
     """Standardise advantages within each minibatch."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer widths of the actor and critic MLPs."""
-    activation: str = "tanh"
-    """Hidden activation: tanh, relu, gelu or swish."""
+    activation: Activation = "tanh"
+    """Hidden activation."""
 
     @property
     def batch_size(self) -> int:
@@ -77,15 +78,10 @@ class PPOConfig(CommonConfig):
         return self.batch_size // self.num_minibatches
 
     @property
-    def num_updates(self) -> int:
-        return self.total_timesteps // self.batch_size
-
-    @property
     def env_steps_per_update(self) -> int:
         return self.batch_size
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self) -> None:
         require_positive(self, "rollout_len", "num_epochs", "num_minibatches", "lr", "clip_eps")
         require_positive(self, "max_grad_norm")
         require_unit_interval(self, "gamma", "gae_lambda")
@@ -94,11 +90,6 @@ class PPOConfig(CommonConfig):
                 f"--num-minibatches {self.num_minibatches} does not divide the batch of "
                 f"{self.batch_size} (num_envs {self.num_envs} x rollout_len {self.rollout_len}); "
                 "pick a divisor of the batch"
-            )
-        if self.total_timesteps < self.batch_size:
-            raise ConfigError(
-                f"--total-timesteps {self.total_timesteps} is less than one update of "
-                f"{self.batch_size} steps; raise it or lower num_envs x rollout_len"
             )
         require_network(self)
 
@@ -151,44 +142,12 @@ class PPOBatch(NamedTuple):
 def act(network: ActorCritic, params: PyTree, obs: Array, key: Key) -> PolicyStep:
     """Samples an action from the current policy and records its log-probability.
 
-    Values are not computed here: ``rollout_values`` evaluates the critic on the whole rollout
-    at once afterwards, which keeps the critic out of the sequential environment loop.
+    Values are not computed here: ``rollout.rollout_values`` evaluates the critic on the whole
+    rollout at once afterwards, which keeps the critic out of the sequential environment loop.
     """
     dist = network.apply(params, obs, method="policy_dist")
     action = dist.sample(key)
     return PolicyStep(action, PPOExtras(dist.log_prob(action)))
-
-
-class RolloutValues(NamedTuple):
-    """Critic values for a rollout, ``[T, B]`` each."""
-
-    values: Array
-    """Value of the observation each step acted on."""
-    next_values: Array
-    """Value of the observation each step reached: its final observation, then the next one."""
-
-
-def rollout_values(
-    network: ActorCritic, params: PyTree, rollout: Rollout, autoreset: str
-) -> RolloutValues:
-    """Evaluates the critic on a rollout's observations in one batched pass.
-
-    A step reaches ``obs[t + 1]`` unless its episode ended; then it reached ``final_obs[t]``,
-    which a truncated episode bootstraps from. Where the environment resets on the following
-    step (``autoreset == "next_step"``) the two coincide and final observations are skipped.
-    """
-    traj = rollout.transitions
-    num_steps, num_envs = traj.reward.shape
-    visited = jnp.concatenate([traj.obs, rollout.obs[None]])
-    if autoreset == "same_step":
-        visited = jnp.concatenate([visited, traj.final_obs])
-    flat = visited.reshape((-1,) + visited.shape[2:])
-    all_values = network.apply(params, flat, method="critic").reshape(-1, num_envs)
-    values, next_values = all_values[:num_steps], all_values[1 : num_steps + 1]
-    if autoreset == "same_step":
-        final_values = all_values[num_steps + 1 :]
-        next_values = jnp.where(traj.terminated | traj.truncated, final_values, next_values)
-    return RolloutValues(values, next_values)
 
 
 def ppo_loss(
@@ -265,7 +224,8 @@ def make_ppo(
             env, env_params, policy, state.env_state, state.obs, rollout_key, cfg.rollout_len
         )
         traj = rollout.transitions
-        values = rollout_values(network, state.params, rollout, env.spec.autoreset)
+        critic = functools.partial(network.apply, state.params, method="critic")
+        values = rollout_values(critic, rollout, env.spec.autoreset)
         advantages, targets = compute_gae(
             traj.reward,
             values.values,
@@ -319,3 +279,21 @@ def make_ppo(
         return dist.mode() if greedy else dist.sample(key)
 
     return Algo(init, update, evaluate_act)
+
+
+SPEC = AlgoSpec(
+    name="ppo",
+    summary="Proximal Policy Optimization: clipped surrogate, GAE, minibatch epochs",
+    config_cls=PPOConfig,
+    hparams_cls=PPOHparams,
+    build=make_ppo,
+    presets_module="purerl.presets.ppo",
+    smoke=PPOConfig(
+        num_envs=4,
+        rollout_len=16,
+        num_minibatches=2,
+        num_epochs=2,
+        hidden_sizes=(16,),
+        total_timesteps=4 * 16 * 6,
+    ),
+)

@@ -1,12 +1,14 @@
-"""Environments: one ``make`` for every registered id.
+"""Environments: one ``make`` for every registered id, and ``from_config`` for a run's config.
 
 >>> env = make("CartPole-v1", num_envs=4)
 >>> state, obs = env.reset(jax.random.key(0), env.default_params)        # obs: [4, 4]
 >>> state, step = env.step(key, state, actions, env.default_params)      # step.obs: [4, 4]
 
-Ids come from backends registered below: every gymnax id (classic control, MinAtar, bsuite,
-misc), purerl's probe environments (``envs/probes.py``) and Snake (``envs/snake.py``).
-Backends whose packages are optional are imported only when one of their ids is made.
+Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc), purerl's
+probe environments (``envs/probes.py``), Snake (``envs/snake.py``) and EnvPool's Atari games
+and classic control (``envs/envpool.py``). Nothing is imported until it is needed: importing
+this package loads no environment library and creates no JAX backend; gymnax's ids are read
+the first time an id outside the static lists is looked up.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+from purerl.config import ConfigError
 from purerl.envs.base import Box, Discrete, Environment, EnvSpec, Step
 from purerl.envs.wrappers import (
     AutoReset,
@@ -32,13 +35,15 @@ __all__ = [
     "Environment",
     "Step",
     "UnknownEnvError",
+    "from_config",
     "list_envs",
+    "lookup",
     "make",
     "register",
 ]
 
 
-class UnknownEnvError(ValueError):
+class UnknownEnvError(ConfigError, ValueError):
     """An environment id that no backend provides."""
 
 
@@ -53,6 +58,8 @@ class EnvEntry:
     """
 
     factory: Callable[..., Environment]
+    family: str
+    """What kind of environment, for listings (``classic control``, ``Atari (EnvPool)``...)."""
     batched: bool = False
     needs_reset_wrapper: bool = False
     reports_episodes: bool = False
@@ -60,6 +67,7 @@ class EnvEntry:
 
 
 _REGISTRY: dict[str, EnvEntry] = {}
+_gymnax_loaded = False
 
 
 def register(env_id: str, entry: EnvEntry) -> None:
@@ -67,7 +75,8 @@ def register(env_id: str, entry: EnvEntry) -> None:
 
 
 def list_envs() -> list[str]:
-    """All registered ids, sorted."""
+    """All registered ids, sorted (imports gymnax to read its ids)."""
+    _load_gymnax()
     return sorted(_REGISTRY)
 
 
@@ -77,24 +86,28 @@ def _gymnax_factory(env_id: str, num_envs: int | None, **options: Any) -> Enviro
     return make_gymnax(env_id, **options)
 
 
-def _register_gymnax() -> None:
+def _gymnax_family(env_id: str) -> str:
+    suffix = env_id.rpartition("-")[2]
+    return {"MinAtar": "MinAtar", "bsuite": "bsuite", "misc": "gymnax misc"}.get(
+        suffix, "classic control"
+    )
+
+
+def _load_gymnax() -> None:
+    global _gymnax_loaded
+    if _gymnax_loaded:
+        return
     import gymnax
 
     for env_id in gymnax.registered_envs:
-        register(env_id, EnvEntry(_gymnax_factory))
+        _REGISTRY.setdefault(env_id, EnvEntry(_gymnax_factory, _gymnax_family(env_id)))
+    _gymnax_loaded = True
 
 
 def _probe_factory(env_id: str, num_envs: int | None) -> Environment:
     from purerl.envs.probes import make_probe
 
     return make_probe(env_id)
-
-
-def _register_probes() -> None:
-    from purerl.envs.probes import PROBES
-
-    for env_id in PROBES:
-        register(env_id, EnvEntry(_probe_factory, needs_reset_wrapper=True))
 
 
 SNAKE_SIZES = {
@@ -113,11 +126,6 @@ def _snake_factory(env_id: str, num_envs: int | None, **options: Any) -> Environ
     return make_snake(env_id, **{"height": height, "width": width, **options})
 
 
-def _register_snake() -> None:
-    for env_id in SNAKE_SIZES:
-        register(env_id, EnvEntry(_snake_factory))
-
-
 def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
     from purerl.envs.envpool import make_envpool
 
@@ -126,21 +134,25 @@ def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Envir
     return make_envpool(env_id, num_envs, **options)
 
 
-def _register_envpool() -> None:
+def _register_static() -> None:
+    """Backends whose ids are known without importing anything heavy."""
     from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
+    from purerl.envs.probes import PROBES
 
-    entry = EnvEntry(_envpool_factory, batched=True, reports_episodes=True)
+    for env_id in PROBES:
+        register(env_id, EnvEntry(_probe_factory, "probe", needs_reset_wrapper=True))
+    for env_id in SNAKE_SIZES:
+        register(env_id, EnvEntry(_snake_factory, "Snake"))
+    atari = EnvEntry(_envpool_factory, "Atari (EnvPool)", batched=True, reports_episodes=True)
     for game in ATARI_GAMES:
-        register(f"{game}-v5", entry)
-        register(f"{PREFIX}{game}-v5", entry)
+        register(f"{game}-v5", atari)
+        register(f"{PREFIX}{game}-v5", atari)
+    classic = dataclasses.replace(atari, family="classic control (EnvPool)")
     for env_id in CLASSIC_IDS:
-        register(PREFIX + env_id, entry)
+        register(PREFIX + env_id, classic)
 
 
-_register_gymnax()
-_register_probes()
-_register_snake()
-_register_envpool()
+_register_static()
 
 
 def lookup(env_id: str) -> EnvEntry:
@@ -149,13 +161,19 @@ def lookup(env_id: str) -> EnvEntry:
     Raises:
         UnknownEnvError: with the closest registered ids in the message.
     """
+    if env_id not in _REGISTRY:
+        _load_gymnax()
     if env_id in _REGISTRY:
         return _REGISTRY[env_id]
     by_lower = {name.lower(): name for name in _REGISTRY}
     close = [
         by_lower[m] for m in difflib.get_close_matches(env_id.lower(), by_lower, n=4, cutoff=0.6)
     ]
-    hint = f"did you mean {' or '.join(close)}?" if close else "purerl.envs.list_envs() lists them"
+    hint = (
+        f"did you mean {' or '.join(close)}?"
+        if close
+        else "`purerl envs` (purerl.envs.list_envs()) lists them"
+    )
     raise UnknownEnvError(f"unknown environment id {env_id!r}; {hint}")
 
 
@@ -206,3 +224,28 @@ def make(
             raise ValueError("normalize_obs needs num_envs: statistics are taken over a batch")
         env = NormalizeObservation(env)
     return env
+
+
+def from_config(cfg: Any, num_envs: int | None = None) -> Environment:
+    """The environment a run of ``cfg`` trains on (``num_envs`` per agent, default
+    ``cfg.num_envs``): the one construction the command line, the Python API, evaluation and
+    sweeps share, so options, observation normalisation and seeds are never dropped.
+
+    Raises:
+        UnknownEnvError: ``cfg.env`` is not a registered id.
+        ConfigError: an ``--env-options`` entry the environment does not take.
+    """
+    options = cfg.env_kwargs
+    try:
+        return make(
+            cfg.env,
+            cfg.num_envs if num_envs is None else num_envs,
+            normalize_obs=cfg.normalize_obs,
+            seed=cfg.seed,
+            num_seeds=cfg.num_seeds,
+            **options,
+        )
+    except (TypeError, ValueError) as err:
+        if not options or isinstance(err, UnknownEnvError):
+            raise
+        raise ConfigError(f"--env-options {' '.join(cfg.env_options)}: {err}") from err

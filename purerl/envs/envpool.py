@@ -16,18 +16,35 @@ EnvPool resets an environment on the step *after* its episode ended and ignores 
 action; that step comes back with ``valid`` False and is masked out of learning
 (``autoreset="next_step"``). Its ``obs`` is the first of the new episode, and the step before
 returned the episode's last observation, which truncated episodes bootstrap from.
+
+Two ways of stepping the pool from inside the compiled rollout, with the same results:
+
+- ``xla``: EnvPool's XLA custom call, which hands the actions to the pool's C++ threads without
+  leaving the compiled program (the fast path, checked on CPU);
+- ``callback``: EnvPool's ordinary ``step`` through a JAX host callback (``io_callback``),
+  which copies actions and frames through the host. It is the fallback where the custom call
+  is missing or fails, as it has on GPUs with recent JAX (envpool issue 391).
+
+``step_mode="auto"`` (the default) takes ``xla`` on CPU and, on other platforms, only after a
+start-up check in a child process has run the custom call inside a compiled scan (a failure
+there can abort the process, so it is not tried in this one).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+import functools
+import subprocess
+import sys
+import typing
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
+from purerl.config import type_problem
 from purerl.envs import stats
 from purerl.envs.base import EnvSpec, Step, action_space_from
 from purerl.types import Array, Key
@@ -81,6 +98,20 @@ class AtariProtocol:
     max_episode_steps: int = 27_000
     full_action_space: bool = False
 
+    def __post_init__(self):
+        hints = typing.get_type_hints(AtariProtocol)
+        for field in dataclasses.fields(self):
+            problem = type_problem(getattr(self, field.name), hints[field.name])
+            if problem:
+                raise ValueError(f"{field.name} {problem}")
+        if not 0.0 <= self.sticky_actions <= 1.0:
+            raise ValueError(f"sticky_actions must lie in [0, 1], got {self.sticky_actions}")
+        for name in ("frame_skip", "stack_num", "img_size", "max_episode_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.noop_max < 0:
+            raise ValueError(f"noop_max must be non-negative, got {self.noop_max}")
+
     def envpool_kwargs(self) -> dict[str, Any]:
         return {
             "repeat_action_probability": self.sticky_actions,
@@ -128,11 +159,16 @@ class EnvPoolEnv:
 
     pool: Any
     xla_step: Any
+    """EnvPool's XLA step, or None when stepping through the host callback."""
     handle: np.ndarray
     spec: EnvSpec
     num_seeds: int
     atari: bool
     pure: bool = False
+
+    @property
+    def step_mode(self) -> str:
+        return "callback" if self.xla_step is None else "xla"
 
     @property
     def default_params(self) -> Any:
@@ -149,13 +185,39 @@ class EnvPoolEnv:
         obs, _ = self.pool.reset()
         return np.asarray(obs, self.spec.obs_dtype)
 
+    def _host_step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
+        """One ``pool.step`` on the host, as the callback path's ``io_callback`` calls it."""
+        obs, reward, terminated, truncated, info = self.pool.step(np.asarray(actions))
+        score = info["reward"] if self.atari else reward
+        lost = info["terminated"] if self.atari else terminated
+        return (
+            np.asarray(obs, self.spec.obs_dtype),
+            np.asarray(reward, np.float32),
+            np.asarray(terminated, bool),
+            np.asarray(truncated, bool),
+            np.asarray(score, np.float32),
+            np.asarray(lost, bool),
+        )
+
+    def _callback_step(self, actions: Array) -> tuple[Array, ...]:
+        size = self.pool_size
+        shapes = (
+            self._obs_struct(),
+            *(jax.ShapeDtypeStruct((size,), dtype) for dtype in (np.float32, bool, bool)),
+            jax.ShapeDtypeStruct((size,), np.float32),
+            jax.ShapeDtypeStruct((size,), bool),
+        )
+        return io_callback(self._host_step, shapes, actions, ordered=False)
+
     def _pool_step(self, handle: Array, actions: Array) -> tuple[Array, RawStep]:
-        handle, (obs, reward, terminated, truncated, info) = self.xla_step(handle, actions)
-        terminated, truncated = terminated.astype(bool), truncated.astype(bool)
-        if self.atari:
-            score, game_over = info["reward"], info["terminated"].astype(bool) | truncated
+        if self.xla_step is None:
+            obs, reward, terminated, truncated, score, lost = self._callback_step(actions)
         else:
-            score, game_over = reward, terminated | truncated
+            handle, (obs, reward, terminated, truncated, info) = self.xla_step(handle, actions)
+            terminated, truncated = terminated.astype(bool), truncated.astype(bool)
+            score = info["reward"] if self.atari else reward
+            lost = info["terminated"].astype(bool) if self.atari else terminated
+        game_over = lost | truncated
         raw = RawStep(
             obs.astype(self.spec.obs_dtype),
             reward.astype(jnp.float32),
@@ -265,12 +327,17 @@ def _spaces(pool: Any) -> tuple[tuple[int, ...], str, Any]:
     return tuple(obs_space.shape), dtype, action_space_from(act_space)
 
 
+StepMode = Literal["auto", "xla", "callback"]
+STEP_MODES = typing.get_args(StepMode)
+
+
 def make_envpool(
     env_id: str,
     num_envs: int,
     seed: int = 0,
     num_seeds: int = 1,
     num_threads: int = 0,
+    step_mode: StepMode = "auto",
     **options: Any,
 ) -> EnvPoolEnv:
     """Builds a pool for ``num_seeds`` agents of ``num_envs`` environments each.
@@ -279,6 +346,8 @@ def make_envpool(
         env_id: an Atari id (``Breakout-v5``) or ``envpool/<classic id>``.
         seed: the first agent's seed (see the module docstring for the environment seeds).
         num_threads: EnvPool worker threads (0: one per core, capped at the pool size).
+        step_mode: ``xla``, ``callback`` or ``auto`` (see the module docstring); an
+            environment option (``--env-options step_mode=callback``).
         **options: ``AtariProtocol`` fields for Atari ids.
 
     Raises:
@@ -290,6 +359,8 @@ def make_envpool(
         raise ImportError(
             f"{env_id} needs EnvPool: pip install 'purerl[atari]' (or pip install envpool)"
         ) from err
+    if step_mode not in STEP_MODES:
+        raise ValueError(f"step_mode must be one of {', '.join(STEP_MODES)}, got {step_mode!r}")
     name = env_id.removeprefix(PREFIX)
     atari = is_atari(name)
     protocol = AtariProtocol(**options) if atari else None
@@ -306,7 +377,9 @@ def make_envpool(
         num_threads=num_threads,
         **kwargs,
     )
-    handle, _, _, xla_step = pool.xla()
+    handle, xla_step = np.zeros((), np.uint8), None
+    if step_mode == "xla" or (step_mode == "auto" and xla_step_works()):
+        handle, _, _, xla_step = pool.xla()
     obs_shape, obs_dtype, action_space = _spaces(pool)
     spec = EnvSpec(
         id=env_id,
@@ -318,3 +391,44 @@ def make_envpool(
         autoreset="next_step",
     )
     return EnvPoolEnv(pool, xla_step, np.asarray(handle), spec, num_seeds, atari)
+
+
+XLA_STEP_CHECK = """
+import jax, numpy as np, envpool
+pool = envpool.make("Pong-v5", env_type="gymnasium", num_envs=2)
+handle, _, _, step = pool.xla()
+def run(handle):
+    def body(handle, _):
+        handle, out = step(handle, np.zeros(2, np.int32))
+        return handle, out[1].sum()
+    return jax.lax.scan(body, handle, None, length=4)[1]
+assert np.isfinite(np.asarray(jax.jit(run)(handle))).all()
+"""
+
+
+@functools.cache
+def xla_step_works() -> bool:
+    """Whether EnvPool's XLA step runs inside a compiled scan on JAX's default platform.
+
+    Known to on CPU. Elsewhere it is tried once per process in a child process, since the
+    custom call has aborted processes on GPUs (envpool issue 391); a failure is reported on
+    stderr and the pool steps through the host callback instead.
+    """
+    platform = jax.default_backend()
+    if platform == "cpu":
+        return True
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", XLA_STEP_CHECK], capture_output=True, text=True, timeout=600
+        )
+        ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
+    except subprocess.TimeoutExpired:
+        ok, why = False, "no answer within 10 minutes"
+    if not ok:
+        print(
+            f"EnvPool's XLA step failed its start-up check on {platform} ({why[:160]}); "
+            "stepping through a host callback instead",
+            file=sys.stderr,
+            flush=True,
+        )
+    return ok

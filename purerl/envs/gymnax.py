@@ -64,6 +64,11 @@ def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
         raise ValueError(
             f"{env_id} has no parameter {', '.join(unknown)}; its parameters are: {fields}"
         )
+    defaults = dataclasses.asdict(params)
+    for name, value in param_overrides.items():
+        problem = param_problem(value, defaults[name])
+        if problem:
+            raise ValueError(f"{env_id} parameter {name} {problem}")
     params = params.replace(**param_overrides)
     obs_space = env.observation_space(params)
     spec = EnvSpec(
@@ -73,3 +78,24 @@ def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
         action_space=action_space_from(env.action_space(params)),
     )
     return GymnaxEnv(env, params, spec)
+
+
+def param_problem(value: Any, default: Any) -> str | None:
+    """Why ``value`` cannot replace the parameter whose default is ``default`` (None if it can):
+    gymnax parameters are numbers and arrays, checked by kind and shape."""
+    expected = np.asarray(default)
+    try:
+        given = np.asarray(value)
+    except (ValueError, TypeError):
+        return f"takes a number, got {value!r}"
+    if given.shape != expected.shape:
+        return f"takes shape {expected.shape}, got {value!r}"
+    if expected.dtype.kind == "b":
+        return None if given.dtype.kind == "b" else f"takes True or False, got {value!r}"
+    if given.dtype.kind not in "biuf" or given.dtype.kind == "b":
+        return f"takes a number, got {value!r}"
+    if expected.dtype.kind in "iu" and given.dtype.kind == "f":
+        return f"takes a whole number, got {value!r}"
+    if not np.isfinite(given).all():
+        return f"takes a finite number, got {value!r}"
+    return None

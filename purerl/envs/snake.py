@@ -311,6 +311,10 @@ OBS_MODES = ("grid", "features")
 ACTION_MODES = ("absolute", "relative")
 
 
+MAX_BOARD = 256
+"""Largest board side accepted (a 256 x 256 grid observation is 786k floats per game)."""
+
+
 def make_snake(
     env_id: str,
     height: int = 10,
@@ -332,8 +336,22 @@ def make_snake(
         step_penalty: subtracted from every step's reward.
         max_steps_without_food: truncation limit; None for ``4 * height * width``.
     """
-    if min(height, width) < 2:
-        raise ValueError(f"the board must be at least 2 x 2, got {height} x {width}")
+    sizes = (height, width)
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+        raise ValueError(f"height and width must be whole numbers, got {height!r} x {width!r}")
+    if not 2 <= min(sizes) <= max(sizes) <= MAX_BOARD:
+        raise ValueError(
+            f"the board must be 2 x 2 to {MAX_BOARD} x {MAX_BOARD}, got {height} x {width}"
+        )
+    if not isinstance(step_penalty, int | float) or isinstance(step_penalty, bool):
+        raise ValueError(f"step_penalty must be a number, got {step_penalty!r}")
+    if max_steps_without_food is not None and not (
+        isinstance(max_steps_without_food, int) and max_steps_without_food >= 1
+    ):
+        raise ValueError(
+            "max_steps_without_food must be a positive whole number, got "
+            f"{max_steps_without_food!r}"
+        )
     if obs_mode not in OBS_MODES or action_mode not in ACTION_MODES:
         raise ValueError(
             f"obs_mode must be one of {OBS_MODES} and action_mode one of {ACTION_MODES}, "

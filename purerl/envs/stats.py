@@ -72,8 +72,12 @@ def summarize(episodes: EpisodeStats, axis_name: str | None = None) -> Metrics:
     }
 
 
+FINAL_WINDOW_EPISODES = 100
+"""The final return of a seed is its mean over at least this many last finished episodes."""
+
+
 def recent_mean_return(
-    returns: np.ndarray, counts: np.ndarray, min_episodes: int = 100
+    returns: np.ndarray, counts: np.ndarray, min_episodes: int = FINAL_WINDOW_EPISODES
 ) -> np.ndarray:
     """Mean return over at least the last ``min_episodes`` finished episodes, per seed.
 

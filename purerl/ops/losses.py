@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import typing
+from typing import Literal
+
 import chex
 import jax.numpy as jnp
 
@@ -73,7 +76,8 @@ def value_loss(
     return 0.5 * masked_mean(error, mask)
 
 
-TD_LOSSES = ("huber", "mse")
+TDLoss = Literal["huber", "mse"]
+TD_LOSSES = typing.get_args(TDLoss)
 
 
 def td_loss(q_taken: Array, targets: Array, mask: Array, kind: str = "huber") -> Array:

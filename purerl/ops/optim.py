@@ -6,6 +6,8 @@ called inside the compiled update, and the optimizer state's structure does not 
 
 from __future__ import annotations
 
+from typing import Literal
+
 import jax.numpy as jnp
 import optax
 
@@ -43,14 +45,18 @@ def linear_decay(lr: float | Array, num_updates: int, steps_per_update: int) -> 
     return schedule
 
 
+Optimizer = Literal["adam", "radam"]
+
+
 def make_optimizer(
     lr: float | Array,
     max_grad_norm: float | Array,
     *,
     anneal_over: tuple[int, int] | None = None,
     adam_eps: float = 1e-5,
+    kind: Optimizer = "adam",
 ) -> optax.GradientTransformation:
-    """Global-norm gradient clipping followed by Adam.
+    """Global-norm gradient clipping followed by Adam (or RAdam, Liu et al. 2020).
 
     Args:
         lr: peak learning rate.
@@ -58,11 +64,13 @@ def make_optimizer(
         anneal_over: ``(num_updates, steps_per_update)`` to decay the rate linearly to 0; None
             keeps it constant.
         adam_eps: Adam's epsilon (1e-5 as in the PPO reference implementations).
+        kind: ``adam``, or ``radam`` (Adam with its variance rectified in early steps).
     """
     rate = lr if anneal_over is None else linear_decay(lr, *anneal_over)
+    adam = optax.radam if kind == "radam" else optax.adam
     return optax.chain(
         optax.clip_by_global_norm(max_grad_norm),
-        optax.adam(learning_rate=rate, eps=adam_eps),
+        adam(learning_rate=rate, eps=adam_eps),
     )
 
 

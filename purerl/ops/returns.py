@@ -55,6 +55,39 @@ def compute_gae(
     return advantages, advantages + values
 
 
+def compute_lambda_returns(
+    rewards: Array,
+    values: Array,
+    next_values: Array,
+    terminated: Array,
+    done: Array,
+    gamma: float | Array,
+    lam: float | Array,
+) -> Array:
+    """TD(lambda) returns, episode-aware: Q(lambda) targets when the values are ``max_a Q``.
+
+    ``G_t = r_t + gamma * (1 - terminated_t) * ((1 - lam * c_t) * next_values_t +
+    lam * c_t * G_{t+1})`` with ``c_t = 1 - done_t`` (Sutton and Barto 2018, eq. 12.3 in
+    recursive form; Peng and Williams 1996 for the Q version, as PQN uses it): a terminated step
+    does not bootstrap, a truncated one bootstraps from its final observation's value, no return
+    flows across an episode boundary, and the last step bootstraps fully from
+    ``next_values``. These are exactly the targets of ``compute_gae`` (advantages + values)
+    whenever ``values[t + 1] == next_values[t]`` within an episode, which holds for values and
+    next values taken from one pass over the rollout (``purerl.rollout.rollout_values``), so
+    they are computed by it.
+
+    Args:
+        rewards, values, next_values, terminated, done: ``[T, B]``, as for ``compute_gae``.
+        gamma: discount.
+        lam: lambda; 0 gives one-step targets, 1 Monte Carlo returns to the rollout's end.
+
+    Returns:
+        ``[T, B]`` float32 returns.
+    """
+    _, targets = compute_gae(rewards, values, next_values, terminated, done, gamma, lam)
+    return targets
+
+
 def next_step_values(values: Array, last_value: Array) -> Array:
     """Shifts ``[T, B]`` values one step forward, appending ``last_value`` (``[B]``)."""
     chex.assert_rank([values, last_value], [2, 1])

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from purerl import algos
 from purerl.config import ConfigError
 from purerl.search.spec import (
     SAMPLED_KINDS,
@@ -24,7 +25,7 @@ from purerl.search.spec import (
     SpecError,
     parameter_kinds,
 )
-from purerl.sweep import SWEEP_ALGOS, group_configs, split_groups
+from purerl.sweep import group_configs, split_groups
 
 SIGNIFICANT_DIGITS = 4
 """Drawn values are rounded to this many digits, so tables, configs and runs show one value."""
@@ -118,5 +119,5 @@ def make_plan(spec: SearchSpec, max_configs_per_batch: int | None = None) -> Sea
     """Expands, validates and batches the configurations of ``spec``."""
     assignments = expand(spec)
     configs = make_configs(spec, assignments)
-    groups = group_configs(configs, SWEEP_ALGOS[spec.algo].traced)
+    groups = group_configs(configs, algos.get(spec.algo).traced)
     return SearchPlan(spec.algo, configs, assignments, split_groups(groups, max_configs_per_batch))

@@ -16,11 +16,11 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
-from purerl.rundir import config_record, write_json
+from purerl import algos
+from purerl.rundir import ConfigRecord, write_json
 from purerl.search.plan import describe, format_value
 from purerl.search.spec import SearchSpec
 from purerl.sweep import ConfigResult
-from purerl.train import RunOptions
 
 DONE = "done"
 
@@ -129,9 +129,9 @@ def write_results(search_dir: Path, spec: SearchSpec, rows: list[Row]) -> Row | 
     best = ranked(rows)[0] if rows else None
     if best is None or not math.isfinite(best.result.mean):
         return None
-    write_json(
-        search_dir / "best_config.json", config_record(spec.algo, best.result.config, RunOptions())
-    )
+    options = algos.get(spec.algo).options_cls()
+    record = ConfigRecord.new(spec.algo, best.result.config, options)
+    write_json(search_dir / "best_config.json", record.to_json())
     return best
 
 

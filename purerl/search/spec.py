@@ -2,7 +2,7 @@
 
 A spec is a YAML or JSON file, or the same keys as command-line flags::
 
-    algo: ppo                  # ppo or dqn
+    algo: ppo                  # a registered algorithm (purerl train --help lists them)
     env: CartPole-v1
     preset: CartPole-v1        # base configuration (default: the env's preset, else defaults)
     seeds: 2                   # seeds per configuration: first_seed, first_seed + 1, ...
@@ -17,8 +17,9 @@ A spec is a YAML or JSON file, or the same keys as command-line flags::
 
 The configurations are ``samples`` rounds of the grid's cartesian product, each configuration
 with its own draw of the sampled parameters (choice, uniform, loguniform). Traced parameters
-(``PPOHparams`` / ``DQNHparams`` fields) take any kind and are vmapped within one program; every
-other field is grouped (one compile per distinct value) and takes grid or choice only.
+(the fields of the algorithm's ``hparams_cls``) take any kind and are vmapped within one
+program; every other field is grouped (one compile per distinct value) and takes grid or choice
+only.
 """
 
 from __future__ import annotations
@@ -30,10 +31,8 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from purerl import envs
+from purerl import algos, envs
 from purerl.config import ConfigError
-from purerl.presets import PRESETS
-from purerl.sweep import SWEEP_ALGOS
 
 SPEC_KEYS = ("algo", "env", "preset", "seeds", "first_seed", "budget", "samples", "sample_seed")
 KINDS = ("grid", "choice", "uniform", "loguniform")
@@ -106,9 +105,10 @@ def parse_spec(data: Mapping[str, Any]) -> SearchSpec:
     unknown = sorted(set(data) - {*SPEC_KEYS, "params", "resolved"})
     if unknown:
         raise SpecError(f"unknown spec keys {unknown}; keys: {', '.join(SPEC_KEYS)}, params")
-    algo = str(data.get("algo", "ppo"))
-    if algo not in SWEEP_ALGOS:
-        raise SpecError(f"unknown algorithm {algo!r}; algorithms: {', '.join(sorted(SWEEP_ALGOS))}")
+    algo = str(data.get("algo", algos.names()[0]))
+    if algo not in algos.names():
+        known = ", ".join(sorted(algos.names()))
+        raise SpecError(f"unknown algorithm {algo!r}; algorithms: {known}")
     env = str(data.get("env", "CartPole-v1"))
     try:
         envs.lookup(env)
@@ -150,21 +150,17 @@ def parse_spec(data: Mapping[str, Any]) -> SearchSpec:
 
 def base_config(algo: str, env: str, preset: str | None) -> Any:
     """The named preset, else ``env``'s preset, else the algorithm's defaults."""
-    presets = PRESETS[algo]
-    if preset is None:
-        return presets.get(env) or SWEEP_ALGOS[algo].config_cls()
-    if preset not in presets:
-        raise SpecError(
-            f"unknown preset {preset!r} for {algo}; presets: {', '.join(sorted(presets))}"
-        )
-    return presets[preset]
+    try:
+        return algos.get(algo).base_config(env, preset)
+    except ConfigError as err:
+        raise SpecError(str(err)) from None
 
 
 def parameter_kinds(algo: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(traced, grouped)`` field names of ``algo`` that params may name."""
-    sweep_algo = SWEEP_ALGOS[algo]
-    names = [f.name for f in dataclasses.fields(sweep_algo.config_cls) if f.name not in RESERVED]
-    return sweep_algo.traced, tuple(n for n in names if n not in sweep_algo.traced)
+    spec = algos.get(algo)
+    names = [f.name for f in dataclasses.fields(spec.config_cls) if f.name not in RESERVED]
+    return spec.traced, tuple(n for n in names if n not in spec.traced)
 
 
 def parse_param(algo: str, name: str, value: Any) -> ParamSpec:
@@ -177,7 +173,7 @@ def parse_param(algo: str, name: str, value: Any) -> ParamSpec:
             f"unknown parameter {name!r} for {algo}; traced (vmapped in one program): "
             f"{', '.join(traced)}; grouped (one program per value): {', '.join(grouped)}"
         )
-    hint = typing.get_type_hints(SWEEP_ALGOS[algo].config_cls)[name]
+    hint = typing.get_type_hints(algos.get(algo).config_cls)[name]
     if not isinstance(value, Mapping):
         return ParamSpec(name, "fixed", (coerce(name, value, hint),))
     if len(value) != 1 or next(iter(value)) not in KINDS:
@@ -260,6 +256,11 @@ CONVERTERS = {
 
 def coerce(name: str, value: Any, hint: Any) -> Any:
     """``value`` as the config field's type (YAML reads ``1e-4`` as a string, flags are text)."""
+    if typing.get_origin(hint) is typing.Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            raise SpecError(f"parameter {name}: {value!r} is not one of {', '.join(choices)}")
+        return value
     if typing.get_origin(hint) is tuple:
         convert, what = to_int_tuple, "a list of integers"
     elif hint in CONVERTERS:

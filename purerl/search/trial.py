@@ -28,16 +28,19 @@ def train_trial(
     configure_jax()
     from ray import tune
 
+    from purerl import algos
+    from purerl.rundir import from_json
     from purerl.search.ray_backend import report_metrics
-    from purerl.sweep import SWEEP_ALGOS, ChunkProgress, run_batch
-    from purerl.train import RunOptions
+    from purerl.sweep import ChunkProgress, run_batch
 
-    sweep_algo = SWEEP_ALGOS[algo_name]
-    configs = [sweep_algo.config_cls(**fields) for fields in batches[config["batch"]]]
+    spec = algos.get(algo_name)
+    configs = [
+        spec.config_cls(**{k: from_json(v) for k, v in fields.items()})
+        for fields in batches[config["batch"]]
+    ]
     steps_per_update = configs[0].env_steps_per_update * len(configs) * configs[0].num_seeds
-    options = RunOptions(progress=False, checkpoints=False, updates_per_chunk=updates_per_chunk)
 
     def report(progress: ChunkProgress) -> None:
         tune.report(report_metrics(progress, len(configs), steps_per_update))
 
-    run_batch(sweep_algo, configs, options, on_chunk=report)
+    run_batch(spec, configs, updates_per_chunk, on_chunk=report)

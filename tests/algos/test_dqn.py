@@ -1,4 +1,5 @@
-"""DQN: determinism, seed/chunk invariance, learning-start and target-update timing, probes."""
+"""DQN beyond the shared invariants (tests/algos/test_invariants.py): learning-start and
+target-update timing, the epsilon schedule, refusals, metrics and the probe environments."""
 
 import dataclasses
 
@@ -9,9 +10,9 @@ import pytest
 
 from purerl import envs
 from purerl.algos.dqn import DQNConfig, make_dqn
+from purerl.loop import init_agents, make_run_chunk, over_seeds, train
 from purerl.nets import make_q_network
-from purerl.train import RunOptions, init_agents, make_run_chunk, over_seeds, train
-from tests.algos.test_ppo import as_numpy, leaves_equal
+from tests.helpers import leaves_equal
 
 TINY = DQNConfig(
     env="CartPole-v1",
@@ -26,54 +27,10 @@ TINY = DQNConfig(
 )
 
 
-def run(cfg: DQNConfig, updates_per_chunk=None):
-    env = envs.make(cfg.env, cfg.num_envs)
-    return train(
-        make_dqn(cfg, env), cfg, RunOptions(updates_per_chunk=updates_per_chunk, progress=False)
-    )
-
-
-@pytest.fixture(scope="module")
-def tiny_run():
-    return run(TINY)
-
-
 @pytest.fixture(scope="module")
 def tiny_algo():
     algo = make_dqn(TINY, envs.make(TINY.env, TINY.num_envs))
     return algo, jax.jit(algo.update)
-
-
-def test_same_seed_gives_bitwise_identical_params_and_metrics(tiny_run):
-    again = run(TINY)
-    assert leaves_equal(tiny_run.agents, again.agents)
-    assert tiny_run.summary["per_seed_final_return"] == again.summary["per_seed_final_return"]
-
-
-def test_different_seeds_give_different_params(tiny_run):
-    other = run(dataclasses.replace(TINY, seed=1))
-    assert not leaves_equal(tiny_run.agents.state.params, other.agents.state.params)
-
-
-def test_one_chunk_equals_several_chunks(tiny_run):
-    pieces = run(TINY, updates_per_chunk=2)
-    uneven = run(TINY, updates_per_chunk=4)  # 4 + 2
-    assert leaves_equal(tiny_run.agents, pieces.agents)
-    assert leaves_equal(tiny_run.agents, uneven.agents)
-
-
-def test_vmapped_seed_i_equals_a_single_run_with_seed_i():
-    many = run(dataclasses.replace(TINY, num_seeds=3, seed=5))
-    for i in range(3):
-        single = run(dataclasses.replace(TINY, seed=5 + i))
-        params_i = jax.tree.map(lambda x, i=i: x[i : i + 1], many.agents.state.params)
-        for a, b in zip(
-            jax.tree.leaves(params_i), jax.tree.leaves(single.agents.state.params), strict=True
-        ):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-        assert many.final_returns[i] == pytest.approx(
-            single.final_returns[0], rel=1e-5, nan_ok=True
-        )
 
 
 def test_no_gradient_step_before_learning_starts(tiny_algo):
@@ -119,7 +76,7 @@ def test_polyak_target_update_moves_part_way(tiny_algo):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
-def test_epsilon_follows_the_linear_schedule(tiny_run):
+def test_epsilon_follows_the_linear_schedule():
     # Decay over 0.5 * 192 = 96 steps from 1 to 0.05, read at the start of each update's last
     # iteration: steps 28, 60, 92, 124, ...
     cfg = TINY
@@ -128,28 +85,6 @@ def test_epsilon_follows_the_linear_schedule(tiny_run):
     steps = np.arange(1, 7) * 32 - 4
     expected = 1.0 + np.clip(steps / 96, 0, 1) * (0.05 - 1.0)
     np.testing.assert_allclose(metrics["optim/epsilon"][0], expected, rtol=1e-6)
-
-
-def test_update_traces_once_across_repeated_chunk_calls():
-    algo = make_dqn(TINY, envs.make(TINY.env, TINY.num_envs))
-    traces = 0
-
-    def counting_update(state, key):
-        nonlocal traces
-        traces += 1
-        return algo.update(state, key)
-
-    chunk = jax.jit(over_seeds(make_run_chunk(algo._replace(update=counting_update), 2)))
-    agents = init_agents(algo, [0])
-    for _ in range(3):
-        agents, _ = chunk(agents)
-    assert traces == 1
-
-
-def test_runs_clean_under_key_reuse_checking():
-    with jax.debug_key_reuse(True):
-        result = run(dataclasses.replace(TINY, total_timesteps=4 * 8 * 2))
-    assert result.summary["num_updates"] == 2
 
 
 def test_metrics_cover_losses_exploration_and_episodes(tiny_algo):
@@ -216,7 +151,7 @@ PROBE_CFG = DQNConfig(
 def trained_q(env_id):
     cfg = dataclasses.replace(PROBE_CFG, env=env_id)
     env = envs.make(env_id, cfg.num_envs)
-    result = train(make_dqn(cfg, env), cfg, RunOptions(progress=False))
+    result = train(make_dqn(cfg, env), cfg)
     params = jax.tree.map(lambda x: x[0], result.agents.state.params)
     net = make_q_network(env.spec, cfg.hidden_sizes, cfg.activation)
     return lambda obs: np.asarray(net.apply(params, jnp.array(obs, jnp.float32)[:, None]))
@@ -235,9 +170,3 @@ def trained_q(env_id):
 )
 def test_probe_q_values(env_id, obs, expected_q):
     np.testing.assert_allclose(trained_q(env_id)(obs), expected_q, atol=0.15)
-
-
-def test_state_leaves_are_numpy_convertible(tiny_run):
-    # Typed keys and every state field survive the conversion checkpoints will need.
-    leaves = jax.tree.leaves(as_numpy(tiny_run.agents))
-    assert all(isinstance(x, np.ndarray) for x in leaves)

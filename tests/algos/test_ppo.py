@@ -1,4 +1,5 @@
-"""PPO: determinism, seed/chunk invariance, probes and learning."""
+"""PPO beyond the shared invariants (tests/algos/test_invariants.py): continuous actions,
+metrics, learning-rate annealing and the probe environments."""
 
 import dataclasses
 
@@ -9,7 +10,7 @@ import pytest
 
 from purerl import envs
 from purerl.algos.ppo import PPOConfig, make_ppo
-from purerl.train import RunOptions, init_agents, make_run_chunk, over_seeds, train
+from purerl.loop import init_agents, make_run_chunk, over_seeds, train
 
 TINY = PPOConfig(
     env="CartPole-v1",
@@ -23,86 +24,7 @@ TINY = PPOConfig(
 
 
 def run(cfg: PPOConfig, updates_per_chunk=None):
-    env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
-    algo = make_ppo(cfg, env)
-    return train(algo, cfg, RunOptions(updates_per_chunk=updates_per_chunk, progress=False))
-
-
-def as_numpy(tree):
-    """Leaves as NumPy arrays, with typed PRNG keys turned into their raw key data."""
-
-    def convert(x):
-        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-            x = jax.random.key_data(x)
-        return np.asarray(x)
-
-    return jax.tree.map(convert, tree)
-
-
-def leaves_equal(a, b):
-    pairs = zip(jax.tree.leaves(as_numpy(a)), jax.tree.leaves(as_numpy(b)), strict=True)
-    return all(np.array_equal(x, y, equal_nan=True) for x, y in pairs)
-
-
-@pytest.fixture(scope="module")
-def tiny_run():
-    return run(TINY)
-
-
-def test_same_seed_gives_bitwise_identical_params_and_metrics(tiny_run):
-    again = run(TINY)
-    assert leaves_equal(tiny_run.agents.state.params, again.agents.state.params)
-    assert tiny_run.summary["per_seed_final_return"] == again.summary["per_seed_final_return"]
-
-
-def test_different_seeds_give_different_params(tiny_run):
-    other = run(dataclasses.replace(TINY, seed=1))
-    assert not leaves_equal(tiny_run.agents.state.params, other.agents.state.params)
-
-
-def test_one_chunk_equals_several_chunks():
-    whole = run(TINY, updates_per_chunk=6)
-    pieces = run(TINY, updates_per_chunk=2)
-    uneven = run(TINY, updates_per_chunk=4)  # 4 + 2
-    assert leaves_equal(whole.agents, pieces.agents)
-    assert leaves_equal(whole.agents.state.params, uneven.agents.state.params)
-
-
-def test_vmapped_seed_i_equals_a_single_run_with_seed_i():
-    many = run(dataclasses.replace(TINY, num_seeds=3, seed=5))
-    for i in range(3):
-        single = run(dataclasses.replace(TINY, seed=5 + i))
-        params_i = jax.tree.map(lambda x, i=i: x[i : i + 1], many.agents.state.params)
-        for a, b in zip(
-            jax.tree.leaves(params_i), jax.tree.leaves(single.agents.state.params), strict=True
-        ):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-        assert many.final_returns[i] == pytest.approx(
-            single.final_returns[0], rel=1e-5, nan_ok=True
-        )
-
-
-def test_update_traces_once_across_repeated_chunk_calls():
-    env = envs.make(TINY.env, TINY.num_envs)
-    algo = make_ppo(TINY, env)
-    traces = 0
-
-    def counting_update(state, key):
-        nonlocal traces
-        traces += 1
-        return algo.update(state, key)
-
-    chunk = jax.jit(over_seeds(make_run_chunk(algo._replace(update=counting_update), 2)))
-    agents = init_agents(algo, [0])
-    for _ in range(3):
-        agents, _ = chunk(agents)
-    assert traces == 1
-
-
-def test_runs_clean_under_key_reuse_checking():
-    with jax.debug_key_reuse(True):
-        result = run(dataclasses.replace(TINY, total_timesteps=4 * 16 * 2))
-    assert result.summary["num_updates"] == 2
+    return train(make_ppo(cfg, envs.from_config(cfg)), cfg, updates_per_chunk=updates_per_chunk)
 
 
 def test_continuous_actions_and_obs_normalisation_run():
@@ -137,7 +59,7 @@ def test_metrics_cover_losses_episodes_and_optimizer():
     assert all(jnp.ndim(v) == 0 for v in metrics.values())
 
 
-def test_lr_annealing_reaches_zero_only_when_enabled(tiny_run):
+def test_lr_annealing_reaches_zero_only_when_enabled():
     env = envs.make(TINY.env, TINY.num_envs)
     for anneal, expect_decay in [(True, True), (False, False)]:
         algo = make_ppo(dataclasses.replace(TINY, anneal_lr=anneal), env)
@@ -165,8 +87,7 @@ PROBE_CFG = PPOConfig(
 def trained_probe(env_id):
     cfg = dataclasses.replace(PROBE_CFG, env=env_id)
     env = envs.make(env_id, cfg.num_envs)
-    algo = make_ppo(cfg, env)
-    result = train(algo, cfg, RunOptions(progress=False))
+    result = train(make_ppo(cfg, env), cfg)
     params = jax.tree.map(lambda x: x[0], result.agents.state.params)
     from purerl.nets import make_actor_critic
 

@@ -5,32 +5,22 @@ Observed on the 2-core development CPU (BENCHMARKS.md): CartPole-v1 with the pre
 6e5 steps, against about -1200 for the first, near-random update.
 """
 
-import dataclasses
-
 import pytest
 
-from purerl import envs
-from purerl.algos.ppo import make_ppo
-from purerl.presets import PPO_PRESETS
-from purerl.train import RunOptions, train
-
-
-def train_preset(env_id, **overrides):
-    cfg = dataclasses.replace(PPO_PRESETS[env_id], **overrides)
-    env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
-    return train(make_ppo(cfg, env), cfg, RunOptions(progress=False))
+import purerl
 
 
 @pytest.mark.slow
 @pytest.mark.learning
-def test_cartpole_reaches_475_within_500k_steps():
-    result = train_preset("CartPole-v1", num_seeds=4, total_timesteps=500_000)
-    assert result.summary["env_steps_per_seed"] <= 500_000
-    assert result.summary["final_mean_return"] >= 475, result.summary["per_seed_final_return"]
+def test_cartpole_reaches_475_within_500k_steps(cartpole_run):
+    # The session's trained CartPole run: the preset, 4 vmapped seeds, 5e5 steps each.
+    summary = cartpole_run.summary
+    assert summary.num_seeds == 4 and summary.env_steps_per_seed <= 500_000
+    assert summary.final_mean_return >= 475, summary.per_seed_final_return
 
 
 @pytest.mark.slow
 @pytest.mark.learning
 def test_pendulum_improves_clearly_over_random_within_600k_steps():
-    result = train_preset("Pendulum-v1", num_seeds=2, total_timesteps=600_000)
-    assert result.summary["final_mean_return"] > -700, result.summary["per_seed_final_return"]
+    result = purerl.train("ppo", env="Pendulum-v1", num_seeds=2, total_timesteps=600_000)
+    assert result.summary.final_mean_return > -700, result.summary.per_seed_final_return

@@ -1,6 +1,5 @@
 """The EnvPool adapter: Atari protocol, game scores over whole games, seeds sharing one pool."""
 
-import dataclasses
 import sys
 
 import jax
@@ -100,6 +99,28 @@ def test_seeds_share_one_pool_and_match_single_seed_runs():
         np.testing.assert_array_equal(steps.obs[s], single.obs)
 
 
+@pytest.mark.parametrize("num_seeds", [1, 2])
+def test_the_host_callback_path_steps_the_same_episodes_as_the_xla_step(num_seeds):
+    assert envs.make("Breakout-v5", 2).step_mode == "xla"  # on CPU, auto takes the custom call
+    actions = np.random.default_rng(2).integers(0, 4, (num_seeds, 400, 2)).astype(np.int32)
+    actions = actions if num_seeds > 1 else actions[0]
+    runs = {}
+    for mode in ("xla", "callback"):
+        env = envs.make("Breakout-v5", 2, seed=3, num_seeds=num_seeds, step_mode=mode)
+        assert env.step_mode == mode
+        runs[mode] = roll(env, jnp.asarray(actions), num_seeds=num_seeds)
+    (xla_obs, xla_steps), (host_obs, host_steps) = runs["xla"], runs["callback"]
+    np.testing.assert_array_equal(xla_obs, host_obs)
+    for a, b in zip(jax.tree.leaves(xla_steps), jax.tree.leaves(host_steps), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert np.asarray(xla_steps.terminated).any()  # lives were lost along the way
+
+
+def test_an_unknown_step_mode_is_refused():
+    with pytest.raises(ValueError, match="step_mode must be one of auto, xla, callback"):
+        envs.make("Pong-v5", 2, step_mode="gpu")
+
+
 def test_mapping_over_the_wrong_number_of_seeds_is_refused():
     env = envs.make("envpool/CartPole-v1", 2, num_seeds=2)
     keys = jax.random.split(jax.random.key(0), 3)
@@ -123,18 +144,13 @@ def test_missing_envpool_names_the_extra(monkeypatch):
 
 @pytest.mark.slow
 def test_short_ppo_run_on_breakout_is_deterministic():
-    from purerl.algos.ppo import make_ppo
-    from purerl.presets import PPO_PRESETS
-    from purerl.train import RunOptions, train
-
-    cfg = dataclasses.replace(
-        PPO_PRESETS["Breakout-v5"], num_envs=4, rollout_len=32, num_minibatches=2,
-        num_epochs=1, total_timesteps=4 * 32 * 3,
-    )  # fmt: skip
+    import purerl
 
     def run():
-        env = envs.make(cfg.env, cfg.num_envs, seed=cfg.seed)
-        return train(make_ppo(cfg, env), cfg, RunOptions(progress=False), frame_skip=4)
+        return purerl.train(
+            "ppo", env="Breakout-v5", num_envs=4, rollout_len=32, num_minibatches=2,
+            num_epochs=1, total_timesteps=4 * 32 * 3,
+        )  # fmt: skip
 
     first, second = run(), run()
     for a, b in zip(
@@ -143,8 +159,8 @@ def test_short_ppo_run_on_breakout_is_deterministic():
         strict=True,
     ):
         np.testing.assert_array_equal(a, b)
-    assert first.summary["total_frames"] == 4 * 32 * 3 * 4
-    assert np.isfinite(first.summary["steps_per_second"])
+    assert first.summary.total_frames == 4 * 32 * 3 * 4
+    assert np.isfinite(first.summary.steps_per_second)
 
 
 @pytest.mark.slow

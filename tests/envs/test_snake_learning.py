@@ -1,14 +1,10 @@
 """PPO learns Snake within a fixed CPU budget (run alone with ``pytest -m learning``)."""
 
-import dataclasses
-
 import jax
 import pytest
 
+import purerl
 from purerl import envs
-from purerl.algos.ppo import make_ppo
-from purerl.presets import PPO_PRESETS
-from purerl.train import RunOptions, train
 
 
 def random_play_mean_return(env_id: str, num_envs: int = 256, num_steps: int = 256) -> float:
@@ -35,11 +31,11 @@ def random_play_mean_return(env_id: str, num_envs: int = 256, num_steps: int = 2
 def test_ppo_preset_learns_snake_6x6_within_1m_steps():
     # Observed on the 2-core development CPU (BENCHMARKS.md): seeds 0 and 1 reach 12.8 and 12.9
     # (about 14 food per game) in 1e6 steps, ~70 s with compile; random play scores -0.87.
-    cfg = dataclasses.replace(
-        PPO_PRESETS["Snake-v0"], env="Snake-6x6-v0", total_timesteps=1_000_000, num_seeds=2
+    result = purerl.train(
+        "ppo", preset="Snake-v0", env="Snake-6x6-v0", total_timesteps=1_000_000, num_seeds=2
     )
-    result = train(make_ppo(cfg, envs.make(cfg.env, cfg.num_envs)), cfg, RunOptions(progress=False))
-    random_return = random_play_mean_return(cfg.env)
+    random_return = random_play_mean_return("Snake-6x6-v0")
     assert random_return < -0.5
-    assert result.summary["final_mean_return"] > 8.0, result.summary["per_seed_final_return"]
-    assert min(result.summary["per_seed_final_return"]) > 5.0
+    summary = result.summary
+    assert summary.final_mean_return > 8.0, summary.per_seed_final_return
+    assert min(summary.per_seed_final_return) > 5.0

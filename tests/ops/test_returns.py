@@ -5,7 +5,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.returns import compute_gae, next_step_values, q_learning_targets
+from purerl.ops.returns import (
+    compute_gae,
+    compute_lambda_returns,
+    next_step_values,
+    q_learning_targets,
+)
 
 
 def gae_reference(rewards, values, next_values, terminated, done, gamma, lam):
@@ -169,3 +174,61 @@ def test_q_targets_match_numpy_reference(seed, double):
 def test_q_targets_pass_no_gradient():
     grad = jax.grad(lambda q: q_learning_targets(np.ones(2), np.zeros(2, bool), q, 0.9).sum())
     np.testing.assert_array_equal(grad(np.ones((2, 3), np.float32)), 0.0)
+
+
+# ---- Q(lambda) / TD(lambda) returns ---------------------------------------------------------
+
+
+def lambda_returns_reference(rewards, next_values, terminated, done, gamma, lam):
+    """The recursion itself, step by step, with no values of the states acted on."""
+    num_steps, num_envs = rewards.shape
+    returns = np.zeros((num_steps, num_envs))
+    for t in reversed(range(num_steps)):
+        later = returns[t + 1] if t + 1 < num_steps else next_values[t]
+        cont = 1.0 - done[t]
+        mixed = (1.0 - lam * cont) * next_values[t] + lam * cont * later
+        returns[t] = rewards[t] + gamma * (1.0 - terminated[t]) * mixed
+    return returns
+
+
+def consistent_rollout(seed, num_steps=9, num_envs=3):
+    """A rollout whose values agree with its next values within episodes, as values taken from
+    one pass over the rollout do: ``values[t + 1] == next_values[t]`` unless step t ended."""
+    rewards, values, next_values, terminated, done = random_rollout(seed, num_steps, num_envs)
+    for t in range(num_steps - 1):
+        values[t + 1] = np.where(done[t], values[t + 1], next_values[t])
+    return rewards, values, next_values, terminated, done
+
+
+def test_lambda_returns_by_hand():
+    # One env, gamma 0.5, lambda 0.5, three steps; step 1 is truncated (bootstrap 4, no trace).
+    # G_2 = 1 + 0.5 * 8 = 5                    (the last step bootstraps fully from 8)
+    # G_1 = 0 + 0.5 * 4 = 2                    (truncated: its final observation's value)
+    # G_0 = 2 + 0.5 * (0.5 * 6 + 0.5 * G_1) = 2 + 0.5 * 4 = 4
+    rewards = np.array([[2.0], [0.0], [1.0]], np.float32)
+    next_values = np.array([[6.0], [4.0], [8.0]], np.float32)
+    values = np.array([[0.0], [6.0], [3.0]], np.float32)
+    terminated = np.zeros((3, 1), bool)
+    done = np.array([[False], [True], [False]])
+    returns = compute_lambda_returns(rewards, values, next_values, terminated, done, 0.5, 0.5)
+    np.testing.assert_allclose(returns, [[4.0], [2.0], [5.0]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("lam", [0.0, 0.65, 1.0])
+def test_lambda_returns_match_the_numpy_recursion(seed, lam):
+    rewards, values, next_values, terminated, done = consistent_rollout(seed)
+    expected = lambda_returns_reference(rewards, next_values, terminated, done, 0.9, lam)
+    got = compute_lambda_returns(rewards, values, next_values, terminated, done, 0.9, lam)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@given(
+    hnp.arrays(np.float32, (5, 2), elements=floats),
+    hnp.arrays(np.float32, (5, 2), elements=floats),
+    hnp.arrays(np.bool_, (5, 2)),
+)
+def test_lambda_zero_gives_one_step_q_learning_targets(rewards, next_values, terminated):
+    values = np.zeros_like(rewards)
+    got = compute_lambda_returns(rewards, values, next_values, terminated, terminated, 0.9, 0.0)
+    np.testing.assert_allclose(got, rewards + 0.9 * (1 - terminated) * next_values, atol=1e-4)

@@ -1,11 +1,12 @@
 """Run in a subprocess with 4 simulated CPU devices; prints one JSON line of findings.
 
-JAX_NUM_CPU_DEVICES=4 python tests/parallel/check_devices.py
+JAX_NUM_CPU_DEVICES=4 python -m tests.parallel.check_devices RUN_DIR
 """
 
 import dataclasses
 import functools
 import json
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -15,11 +16,12 @@ from jax.sharding import PartitionSpec as P
 
 from purerl import envs
 from purerl.algos.ppo import PPOBatch, PPOConfig, PPOHparams, make_ppo, ppo_loss
+from purerl.loop import train
 from purerl.nets import make_actor_critic
 from purerl.ops.sgd import minibatch_epochs
 from purerl.parallel import DEVICE_AXIS, make_placement, select_devices
 from purerl.runtime import configure_jax
-from purerl.train import RunOptions, train
+from tests.helpers import TINY_ARGS, run_cli
 
 TINY = PPOConfig(
     num_envs=4, rollout_len=16, num_minibatches=2, num_epochs=2, hidden_sizes=(16,),
@@ -34,15 +36,12 @@ def max_difference(a, b) -> float:
 
 def seeds_mode_matches_single_device() -> dict:
     env = envs.make(TINY.env, TINY.num_envs)
-    single = train(make_ppo(TINY, env), TINY, RunOptions(progress=False))
+    single = train(make_ppo(TINY, env), TINY)
     placement = make_placement(select_devices("cpu", 4), "seeds", 4, 4)
-    sharded = train(make_ppo(TINY, env), TINY, RunOptions(progress=False), placement=placement)
+    sharded = train(make_ppo(TINY, env), TINY, placement=placement)
     return {
         "seeds_param_diff": max_difference(single.agents.state.params, sharded.agents.state.params),
-        "seeds_returns": [
-            single.summary["per_seed_final_return"],
-            sharded.summary["per_seed_final_return"],
-        ],
+        "seeds_returns": [single.final_returns.tolist(), sharded.final_returns.tolist()],
     }
 
 
@@ -107,9 +106,32 @@ def data_mode_trains() -> dict:
     cfg = dataclasses.replace(TINY, num_seeds=2)
     placement = make_placement(select_devices("cpu", 4), "data", 2, 4)
     algo = make_ppo(cfg, envs.make(cfg.env, 1), axis_name=DEVICE_AXIS)
-    result = train(algo, cfg, RunOptions(progress=False), placement=placement)
+    result = train(algo, cfg, placement=placement)
     leaf = jax.tree.leaves(result.agents.state.params)[0]
-    return {"data_param_shape": list(leaf.shape), "data_updates": result.summary["num_updates"]}
+    return {"data_param_shape": list(leaf.shape), "data_updates": result.timing.updates_done}
+
+
+REFUSALS = {
+    "seeds": ["--num-devices", "4", "--num-seeds", "3"],
+    "envs": ["--parallel", "data", "--num-envs", "6"],
+    "gpu": ["--device", "gpu"],
+}
+
+
+def command_line(run_dir: str) -> dict:
+    """The command line on 4 devices: refusals, a data-parallel run, and the doctor."""
+    found = {}
+    for name, args in REFUSALS.items():
+        result = run_cli("train", "ppo", *TINY_ARGS, *args, "--run-dir", f"{run_dir}/{name}")
+        found[f"refused_{name}"] = [result.code, result.stderr]
+    result = run_cli(
+        "train", "ppo", *TINY_ARGS, "--parallel", "data", "--num-devices", "2",
+        "--run-dir", f"{run_dir}/data",
+    )  # fmt: skip
+    found["data_run"] = [result.code, result.stdout, result.stderr]
+    doctor = run_cli("doctor", "--quick", "--seconds", "0.2", "--no-envpool")
+    found["doctor"] = [doctor.code, doctor.stdout, doctor.stderr]
+    return found
 
 
 if __name__ == "__main__":
@@ -119,5 +141,6 @@ if __name__ == "__main__":
         **seeds_mode_matches_single_device(),
         **data_mode_gradient_equals_full_batch(),
         **data_mode_trains(),
+        **command_line(sys.argv[1]),
     }
     print(json.dumps(findings))

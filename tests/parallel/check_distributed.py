@@ -16,9 +16,9 @@ if __name__ == "__main__":
 
     from purerl import envs
     from purerl.algos.ppo import PPOConfig, make_ppo
+    from purerl.loop import train
     from purerl.parallel import DEVICE_AXIS, fetch, make_placement, select_devices
     from purerl.runtime import configure_jax
-    from purerl.train import RunOptions, train
 
     configure_jax()
     cfg = PPOConfig(
@@ -27,7 +27,7 @@ if __name__ == "__main__":
     )  # fmt: skip
     placement = make_placement(select_devices("cpu", None), "data", 1, cfg.num_envs)
     algo = make_ppo(cfg, envs.make(cfg.env, cfg.num_envs // 2), axis_name=DEVICE_AXIS)
-    result = train(algo, cfg, RunOptions(progress=False), placement=placement)
+    result = train(algo, cfg, placement=placement)
     params = fetch(result.agents.state.params)
     local = [np.asarray(x)[jax.process_index()] for x in jax.tree.leaves(params)]
     digest = hashlib.sha256(b"".join(x.tobytes() for x in local)).hexdigest()

@@ -1,25 +1,22 @@
-"""experiments/search.py: bad input exits 2 with one line; a tiny local search writes its files
+"""``purerl search``: bad input exits 2 with one line; a tiny local search writes its files
 and its best configuration re-runs to the same returns."""
 
 import csv
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from purerl import envs
 from purerl.algos.ppo import PPOConfig, make_ppo
-from purerl.rundir import load_config
-from purerl.search.cli import SearchArgs, main, spec_data
+from purerl.cli.search import SearchArgs, spec_data
+from purerl.loop import train
+from purerl.rundir import read_config
 from purerl.search.plan import make_plan
 from purerl.search.spec import parse_spec
-from purerl.train import RunOptions, train
+from tests.helpers import one_error_line, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 TINY = [
     "--param",
     "rollout_len=16",
@@ -55,15 +52,11 @@ params:
 """
 
 
-def run_script(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / "search.py"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-        timeout=600,
-    )
+def main(argv):
+    """``purerl search ARGV`` in-process: its exit code (output goes to capsys)."""
+    from purerl.cli import main as purerl_main
+
+    return purerl_main(["search", *argv])
 
 
 @pytest.mark.parametrize(
@@ -78,6 +71,9 @@ def run_script(*args, cwd=None):
         (["--preset", "Pong"], "unknown preset 'Pong'"),
         (["--asha"], "--asha needs --backend ray"),
         (["--param", "num_minibatches=grid:3"], "configuration 0 (num_minibatches=3)"),
+        (["--param", "activation=grid:tanh,swishh"], "'swishh' is not one of tanh, relu"),
+        (["--configs-per-trial", "0"], "--configs-per-trial must be at least 1"),
+        (["--backend", "dask"], "invalid choice 'dask' for argument '--backend'"),
     ],
 )
 def test_bad_specs_exit_2_with_one_line(tmp_path, capsys, args, message):
@@ -96,11 +92,11 @@ def test_an_existing_search_dir_is_never_overwritten(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
 
 
-def test_the_script_exits_2_with_one_line_on_stderr(tmp_path):
-    proc = run_script(*TINY, "--param", "lr=loguniform:-1,0.1", "--search-dir", tmp_path / "s")
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "loguniform bounds must be positive" in lines[0], proc.stderr
+def test_the_command_exits_2_with_one_line_on_stderr(tmp_path):
+    result = run_cli(
+        "search", *TINY, "--param", "lr=loguniform:-1,0.1", "--search-dir", tmp_path / "s"
+    )
+    one_error_line(result, "loguniform bounds must be positive")
 
 
 def test_yaml_specs_load_with_flags_over_them(tmp_path):
@@ -176,8 +172,9 @@ def best_row(rows):
 def test_best_config_reruns_to_its_rows_returns(tiny_search):
     search_dir, rows = tiny_search
     best = best_row(rows)
-    cfg = load_config(search_dir / "best_config.json", "ppo", PPOConfig)
-    result = train(make_ppo(cfg, envs.make(cfg.env, cfg.num_envs)), cfg, RunOptions(progress=False))
+    record = read_config(search_dir / "best_config.json")
+    cfg = record.make_config(PPOConfig, search_dir)
+    result = train(make_ppo(cfg, envs.from_config(cfg)), cfg)
     expected = [float(best["return_seed_0"]), float(best["return_seed_1"])]
     np.testing.assert_allclose(result.final_returns, expected, rtol=1e-5)
 
@@ -185,22 +182,11 @@ def test_best_config_reruns_to_its_rows_returns(tiny_search):
 @pytest.mark.slow
 def test_best_config_reruns_through_the_ppo_command(tiny_search, tmp_path):
     search_dir, rows = tiny_search
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "experiments" / "ppo.py"),
-            "--config",
-            str(search_dir / "best_config.json"),
-            "--run-dir",
-            str(tmp_path / "run"),
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = run_cli(
+        "train", "ppo", "--config", search_dir / "best_config.json", "--run-dir", tmp_path / "run",
+        "--no-progress",
+    )  # fmt: skip
+    assert proc.code == 0, proc.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     best = best_row(rows)
     expected = [float(best["return_seed_0"]), float(best["return_seed_1"])]
@@ -208,8 +194,8 @@ def test_best_config_reruns_through_the_ppo_command(tiny_search, tmp_path):
 
 
 def test_help_lists_flags():
-    proc = run_script("--help")
-    assert proc.returncode == 0
+    proc = run_cli("search", "--help")
+    assert proc.code == 0
     for flag in [
         "--spec",
         "--algo",

@@ -75,7 +75,7 @@ def test_preset_is_the_base_and_env_overrides_it():
 def test_the_readme_spec_example_is_a_valid_spec():
     yaml = pytest.importorskip("yaml", reason="pyyaml is not installed")
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
     block = readme.split("```yaml\nalgo: ppo                  # search.yaml\n", 1)[1]
     data = yaml.safe_load("algo: ppo\n" + block.split("```", 1)[0])
     plan = make_plan(parse_spec(data))

@@ -10,12 +10,13 @@ import pytest
 
 from purerl import envs
 from purerl.algos.ppo import PPOConfig, make_ppo
-from purerl.rundir import load_config
+from purerl.loop import train
+from purerl.rundir import read_config
 from purerl.search.plan import make_plan
 from purerl.search.ray_backend import RayOptions, batch_rows, report_metrics, trial_env
 from purerl.search.spec import parse_spec
 from purerl.sweep import ChunkProgress
-from purerl.train import RunOptions, train
+from tests.helpers import run_cli
 from tests.search.test_cli import TINY
 from tests.search.test_spec import spec
 
@@ -97,12 +98,11 @@ def local_ray():
 
 @pytest.mark.slow
 def test_tiny_search_on_a_local_ray_instance(local_ray, tmp_path):
-    from purerl.search.cli import main
-
     search_dir = tmp_path / "search"
     args = [*TINY, "--param", "lr=grid:1e-3,1e-2", "--seeds", "2", "--backend", "ray"]
     args += ["--configs-per-trial", "1", "--asha", "--search-dir", str(search_dir)]
-    assert main(args) == 0
+    result = run_cli("search", *args)
+    assert result.code == 0, result.stderr
     with open(search_dir / "results.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["lr"]) for r in rows] == [1e-3, 1e-2]
@@ -113,8 +113,8 @@ def test_tiny_search_on_a_local_ray_instance(local_ray, tmp_path):
     assert (search_dir / "ray").is_dir() and (search_dir / "best_config.json").exists()
     # A trial that ran to the end reproduces in this process.
     row = next(r for r in rows if r["status"] == "done")
-    best = load_config(search_dir / "best_config.json", "ppo", PPOConfig)
+    best = read_config(search_dir / "best_config.json").make_config(PPOConfig, search_dir)
     cfg = dataclasses.replace(best, lr=float(row["lr"]))
-    result = train(make_ppo(cfg, envs.make(cfg.env, cfg.num_envs)), cfg, RunOptions(progress=False))
+    result = train(make_ppo(cfg, envs.from_config(cfg)), cfg)
     expected = [float(row["return_seed_0"]), float(row["return_seed_1"])]
     np.testing.assert_allclose(result.final_returns, expected, rtol=1e-5)

@@ -1,13 +1,13 @@
 """Environment throughput: JAX Snake and gymnax CartPole against NumPy baselines, as a table.
 
-    python experiments/env_bench.py --num-envs 1 16 64 256 1024 4096
+    python -m benchmarks.envs --num-envs 1 16 64 256 1024 4096
 
 A JAX row steps N games with uniformly random actions for many steps inside one jitted
 ``lax.scan``: actions are drawn inside the scan, the games are ``vmap``ped over per-game keys
 (as ``envs.Vectorize`` does) and observations are carried from step to step, so building them
 is part of the cost. Snake is ``purerl.envs.snake`` itself, CartPole-v1 the raw gymnax
 environment; neither has purerl's wrappers. Each family has a single-game NumPy baseline: for
-Snake the reference of tests/envs/snake_reference.py (building the same observation each step),
+Snake the reference of purerl/envs/snake_numpy.py (building the same observation each step),
 for CartPole gymnasium's ``CartPoleEnv`` (plain Python and NumPy, installed with gymnax).
 
 Following ../shared/MEASURING.md: compile is timed on its own (AOT), then a warm-up call and
@@ -22,28 +22,18 @@ import dataclasses
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 import tyro
 
+from benchmarks.timing import Runner, measure, peak_rss_mib
+from purerl.envs.snake import make_snake
+from purerl.envs.snake_numpy import SnakeReference
 from purerl.runtime import configure_jax
-
-# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
-# async dispatch is fixed when the client is created.
-configure_jax()
-
-from purerl.envs.snake import make_snake  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from timing import Runner, measure, peak_rss_mib  # noqa: E402
-
-from tests.envs.snake_reference import SnakeReference  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,4 +225,5 @@ def main(args: EnvBenchArgs) -> None:
 
 
 if __name__ == "__main__":
+    configure_jax()
     main(tyro.cli(EnvBenchArgs, description=__doc__))

@@ -1,12 +1,12 @@
-"""experiments/env_bench.py, run as a user would: a subprocess with tiny sizes."""
+"""``python -m benchmarks.envs``, run as a user would: a subprocess with tiny sizes."""
 
 import pytest
 
-from tests.test_cli import run_script
+from benchmarks.tests.runs import run_module
 
 
 def run_bench(*args):
-    return run_script("env_bench.py", *args)
+    return run_module("benchmarks.envs", *args)
 
 
 @pytest.mark.slow

@@ -1,8 +1,8 @@
-"""Hyperparameter search from the command line or a YAML/JSON spec (``experiments/search.py``).
+"""``purerl search``: hyperparameter search from flags or a YAML/JSON spec.
 
-    python experiments/search.py --env CartPole-v1 --param lr=loguniform:1e-4,1e-2 \\
+    purerl search --env CartPole-v1 --param lr=loguniform:1e-4,1e-2 \\
         --param num_envs=grid:4,8 --samples 8 --seeds 2 --budget 100000
-    python experiments/search.py --spec search.yaml --backend ray --gpus-per-trial 0.125
+    purerl search --spec search.yaml --backend ray --gpus-per-trial 0.125
 
 Configurations that differ only in traced hyperparameters train as one vmapped program; each
 distinct value of a grouped field is another program. Writes a search directory
@@ -16,71 +16,88 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tyro
 
-from purerl import envs
+from purerl import algos
+from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.extras import import_extra
 from purerl.logging import ProgressSink
-from purerl.rundir import default_run_dir, write_json
-from purerl.runtime import configure_jax, quiet_libraries
+from purerl.options import hint
+from purerl.rundir import create_run_dir, default_run_dir, write_json
+from purerl.runtime import enable_compilation_cache
 from purerl.search.plan import SearchPlan, describe, make_plan, spec_record
 from purerl.search.results import DONE, Row, SearchProgress, markdown_table, write_results
 from purerl.search.spec import SPEC_KEYS, SpecError, parse_param_flag, parse_spec
-from purerl.sweep import SWEEP_ALGOS, run_batch
-from purerl.train import RunOptions
+from purerl.sweep import run_batch
 
 
 @dataclasses.dataclass(frozen=True)
 class SearchArgs:
     """Flags override the keys of --spec one by one; --param adds or replaces parameters."""
 
-    spec: str | None = None
+    spec: Annotated[str | None, hint("none", "PATH")] = None
     """YAML or JSON spec file (keys: algo, env, preset, seeds, first_seed, budget, samples,
     sample_seed, params)."""
-    algo: str | None = None
-    """Algorithm: ppo or dqn (default: ppo)."""
-    env: str | None = None
-    """Environment id (default: CartPole-v1)."""
-    preset: str | None = None
-    """Base preset (default: the env's preset, else the algorithm's defaults)."""
+    algo: Annotated[str | None, hint("ppo", "NAME")] = None
+    """Algorithm (purerl train --help lists them)."""
+    env: Annotated[str | None, hint("CartPole-v1", "ID")] = None
+    """Environment id."""
+    preset: Annotated[
+        str | None, hint("the env's preset, else the algorithm's defaults", "NAME")
+    ] = None
+    """Base preset."""
     param: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     """One parameter per --param: NAME=grid:V1,V2  NAME=choice:V1,V2  NAME=uniform:LOW,HIGH
     NAME=loguniform:LOW,HIGH  or NAME=VALUE (fixed); lists of lists as JSON
     (hidden_sizes=grid:[[32],[64,64]])."""
-    seeds: int | None = None
-    """Seeds per configuration (default: 1)."""
-    first_seed: int | None = None
-    """Seed of each configuration's first agent (default: the preset's)."""
-    samples: int | None = None
-    """Draws of the choice/uniform/loguniform parameters per grid point (default: 1)."""
-    sample_seed: int | None = None
-    """Seed of the numpy Generator that draws them (default: 0)."""
-    budget: int | None = None
-    """total_timesteps of every configuration (default: the preset's)."""
-    search_dir: str | None = None
-    """Output directory (default: runs/search-<algo>-<env>-<timestamp>); must not hold files."""
+    seeds: Annotated[int | None, hint("1", "INT")] = None
+    """Seeds per configuration."""
+    first_seed: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Seed of each configuration's first agent."""
+    samples: Annotated[int | None, hint("1", "INT")] = None
+    """Draws of the choice/uniform/loguniform parameters per grid point."""
+    sample_seed: Annotated[int | None, hint("0", "INT")] = None
+    """Seed of the numpy Generator that draws them."""
+    budget: Annotated[int | None, hint("the preset's total_timesteps", "STEPS")] = None
+    """total_timesteps (agent steps) of every configuration."""
+    search_dir: Annotated[str | None, hint("runs/search-<algo>-<env>-<time>", "DIR")] = None
+    """Output directory; must not hold files."""
     backend: Literal["local", "ray"] = "local"
     """local: batches one after another in this process; ray: one Ray Tune trial per batch."""
-    configs_per_trial: int | None = None
-    """Most configurations vmapped in one program (default: a whole group)."""
-    cpus_per_trial: float | None = None
-    """Ray: CPUs each trial reserves (default: 1)."""
-    gpus_per_trial: float | None = None
-    """Ray: GPUs each trial reserves; fractions pack trials on one GPU (default: 0)."""
-    ray_address: str | None = None
-    """Ray: cluster address from `ray start --head` (default: start a local instance)."""
+    configs_per_trial: Annotated[int | None, hint("a whole group", "INT")] = None
+    """Most configurations vmapped in one program."""
+    cpus_per_trial: Annotated[float | None, hint("1", "FLOAT")] = None
+    """Ray: CPUs each trial reserves."""
+    gpus_per_trial: Annotated[float | None, hint("0", "FLOAT")] = None
+    """Ray: GPUs each trial reserves; fractions pack trials on one GPU."""
+    ray_address: Annotated[str | None, hint("start a local instance", "ADDRESS")] = None
+    """Ray: cluster address from `ray start --head`."""
     asha: bool = False
     """Ray: stop lagging trials early with ASHA (rungs at 1/9 and 1/3 of the budget)."""
-    updates_per_chunk: int | None = None
-    """Updates per compiled chunk, i.e. between progress reports (default: about 20 chunks)."""
+    updates_per_chunk: Annotated[int | None, hint("about 20 chunks", "INT")] = None
+    """Updates per compiled chunk, i.e. between progress reports."""
     progress: bool = True
     """Local: print each batch's progress per chunk."""
+
+    def __post_init__(self):
+        for name in ("configs_per_trial", "updates_per_chunk"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        for name, low in (("cpus_per_trial", 0.0), ("gpus_per_trial", 0.0)):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= low):
+                raise ConfigError(
+                    f"--{name.replace('_', '-')} must be a number >= {low}, got {value}"
+                )
+        if self.cpus_per_trial is not None and self.cpus_per_trial == 0:
+            raise ConfigError("--cpus-per-trial must be positive")
 
 
 def load_spec_file(path: str) -> dict[str, Any]:
@@ -146,30 +163,16 @@ def check_backend_flags(args: SearchArgs) -> None:
         raise ConfigError(f"--updates-per-chunk must be at least 1, got {args.updates_per_chunk}")
 
 
-def create_search_dir(path: Path) -> Path:
-    """Creates ``path``; refuses a file or a directory that holds anything (never overwrites)."""
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ConfigError(
-            f"search directory {path} already exists and is not empty; pass another "
-            "--search-dir (existing results are never overwritten)"
-        )
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def grouped_values(plan: SearchPlan, indices: list[int]) -> str:
     """The grouped (shape-changing) searched values a batch shares, for progress lines."""
-    traced = SWEEP_ALGOS[plan.algo].traced
+    traced = algos.get(plan.algo).traced
     shared = {k: v for k, v in plan.assignments[indices[0]].items() if k not in traced}
     return describe(shared) if shared else "base shapes"
 
 
 def run_local(plan: SearchPlan, args: SearchArgs, progress: SearchProgress) -> list[Row]:
     """Trains the batches one after another in this process."""
-    sweep_algo = SWEEP_ALGOS[plan.algo]
-    options = RunOptions(
-        progress=False, checkpoints=False, updates_per_chunk=args.updates_per_chunk
-    )
+    spec = algos.get(plan.algo)
     rows: list[Row] = []
     for number, indices in enumerate(plan.batches):
         configs = [plan.configs[i] for i in indices]
@@ -179,7 +182,9 @@ def run_local(plan: SearchPlan, args: SearchArgs, progress: SearchProgress) -> l
         if args.progress:
             agents = len(configs) * base.num_seeds
             sinks.append(ProgressSink(base.num_updates, base.env_steps_per_update, agents))
-        batch = run_batch(sweep_algo, configs, options, sinks)
+        batch = run_batch(spec, configs, args.updates_per_chunk, sinks)
+        for sink in sinks:
+            sink.close(None)
         new = [
             Row(i, number, plan.assignments[i], result, plan.configs[i].num_updates, DONE)
             for i, result in zip(indices, batch.configs, strict=True)
@@ -195,7 +200,9 @@ def run_search(args: SearchArgs) -> int:
     spec = parse_spec(spec_data(args))
     plan = make_plan(spec, args.configs_per_trial)
     default = default_run_dir(f"search-{spec.algo}", spec.env)
-    search_dir = create_search_dir(Path(args.search_dir) if args.search_dir else default)
+    search_dir = create_run_dir(
+        Path(args.search_dir) if args.search_dir else default, "search directory", "--search-dir"
+    )
     write_json(search_dir / "spec.json", spec_record(spec, plan.assignments))
     print(
         f"search: {spec.algo} on {spec.env}, {len(plan.configs)} configurations x {spec.seeds} "
@@ -221,23 +228,16 @@ def run_search(args: SearchArgs) -> int:
     if best is None:
         print("no configuration finished an episode: no best_config.json", flush=True)
     else:
-        script = f"experiments/{spec.algo}.py"
         print(
             f"best: config {best.index} ({describe(best.values)}); re-run it with: "
-            f"python {script} --config {search_dir / 'best_config.json'}",
+            f"purerl train {spec.algo} --config {search_dir / 'best_config.json'}",
             flush=True,
         )
     return 1 if any(row.status.startswith("error") for row in rows) else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs a search from the command line and returns the process exit code."""
-    argv = sys.argv[1:] if argv is None else argv
-    configure_jax()
-    quiet_libraries()
-    try:
-        args = tyro.cli(SearchArgs, args=list(argv), description=__doc__)
-        return run_search(args)
-    except (ConfigError, envs.UnknownEnvError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+def main(argv: Sequence[str], prog: str) -> int:
+    """``purerl search ARGV``; returns the exit code (1 if a trial failed)."""
+    args = parse(SearchArgs, argv, prog, __doc__)
+    enable_compilation_cache()
+    return run_search(args)

@@ -1,7 +1,7 @@
 """Throughput benchmark: compile time and steady-state steps/s, printed as a table.
 
-    python experiments/bench.py --env CartPole-v1 --num-envs 4 --seeds 1 8 --peer
-    python experiments/bench.py --algo dqn --env CartPole-v1 --seeds 1 8 --peer
+    python -m benchmarks.throughput --env CartPole-v1 --num-envs 4 --seeds 1 8 --peer
+    python -m benchmarks.throughput --algo dqn --env CartPole-v1 --seeds 1 8 --peer
 
 Each configuration trains its whole budget as one compiled program (every seed vmapped).
 Following ../shared/MEASURING.md: compile is timed on its own (AOT), then the first call
@@ -16,33 +16,22 @@ from __future__ import annotations
 import dataclasses
 import platform
 import statistics
-import sys
 import time
 
 import jax
 import tyro
 
+from benchmarks import peers
+from benchmarks.timing import Runner, measure, peak_rss_mib
+from purerl import algos, envs
+from purerl.loop import compile_chunk, init_agents
 from purerl.runtime import configure_jax
-
-# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
-# async dispatch is fixed when the client is created.
-configure_jax()
-
-from purerl import envs  # noqa: E402
-from purerl.algos.dqn import make_dqn  # noqa: E402
-from purerl.algos.ppo import make_ppo  # noqa: E402
-from purerl.presets import PRESETS  # noqa: E402
-from purerl.train import compile_chunk, init_agents  # noqa: E402
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-import peers  # noqa: E402
-from timing import Runner, measure, peak_rss_mib  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
 class BenchArgs:
     algo: str = "ppo"
-    """Algorithm: ppo or dqn."""
+    """A registered algorithm (purerl train --help lists them)."""
     env: str = "CartPole-v1"
     """Environment id; the algorithm's preset for it (or the generic defaults) is the base."""
     num_envs: int | None = None
@@ -59,15 +48,13 @@ class BenchArgs:
     """Also run rejax's PPO (pip install rejax) alternately in the same process."""
 
 
-BUILDERS = {"ppo": make_ppo, "dqn": make_dqn}
 PEERS = {"ppo": peers.make_rejax_ppo, "dqn": peers.make_rejax_dqn}
 
 """``run(call_index) -> seconds`` for one full call on fresh seeds."""
 
 
 def purerl_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
-    env = envs.make(cfg.env, cfg.num_envs, normalize_obs=cfg.normalize_obs)
-    algo = BUILDERS[algo_name](cfg, env)
+    algo = algos.get(algo_name).build(cfg, envs.from_config(cfg))
     agents = init_agents(algo, range(num_seeds))
     start = time.perf_counter()
     compiled = compile_chunk(algo, agents, cfg.num_updates)
@@ -108,10 +95,7 @@ def rejax_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
 
 def bench_config(args: BenchArgs):
     """The preset for ``args.env`` with the benchmark's overrides."""
-    if args.algo not in BUILDERS:
-        raise SystemExit(f"error: --algo must be one of {sorted(BUILDERS)}, got {args.algo!r}")
-    presets = PRESETS[args.algo]
-    base = presets.get(args.env) or type(next(iter(presets.values())))(env=args.env)
+    base = algos.get(args.algo).base_config(args.env)
     overrides = {"env": args.env, "total_timesteps": args.total_timesteps, "num_seeds": 1}
     if args.num_envs is not None:
         overrides["num_envs"] = args.num_envs
@@ -123,20 +107,20 @@ def bench_config(args: BenchArgs):
 
 
 def describe(algo_name: str, cfg) -> str:
-    if algo_name == "ppo":
-        return (
-            f"PPO {cfg.env}: {cfg.num_envs} envs x {cfg.rollout_len} steps, "
-            f"{cfg.num_epochs} epochs x {cfg.num_minibatches} minibatches"
-        )
-    return (
-        f"DQN {cfg.env}: {cfg.num_envs} envs, one gradient step (batch {cfg.batch_size}) per "
-        f"{cfg.env_steps_per_iteration} env steps, buffer {cfg.buffer_size}, "
-        f"hidden {cfg.hidden_sizes}"
-    )
+    """The configuration in one line: the fields that differ from the algorithm's defaults."""
+    defaults = type(cfg)()
+    changed = [
+        f"{f.name}={getattr(cfg, f.name)}"
+        for f in dataclasses.fields(cfg)
+        if getattr(cfg, f.name) != getattr(defaults, f.name) and f.name != "total_timesteps"
+    ]
+    return f"{algo_name.upper()} {cfg.env}: {', '.join(changed) or 'defaults'}"
 
 
 def main(args: BenchArgs) -> None:
     cfg = bench_config(args)
+    if args.peer and args.algo not in PEERS:
+        raise SystemExit(f"error: no rejax peer for {args.algo}; peers: {', '.join(PEERS)}")
     if args.peer and not peers.rejax_available():
         raise SystemExit("error: --peer needs rejax (pip install rejax)")
     print(
@@ -176,4 +160,5 @@ def main(args: BenchArgs) -> None:
 
 
 if __name__ == "__main__":
+    configure_jax()
     main(tyro.cli(BenchArgs, description=__doc__))

@@ -2,20 +2,20 @@
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
 
-from purerl.runs import (
-    NotARunError,
+from purerl.compare import (
     comparison_table,
     final_return,
-    load_run,
     moving_average,
     run_table_row,
     steps_per_second,
 )
-from tests.run_fixtures import learning_curves, train_tiny_run, write_synthetic_run
+from purerl.rundir import NotARunError, load_run
+from tests.helpers import learning_curves, write_synthetic_run
 
 
 def reference_moving_average(values, window):
@@ -80,8 +80,9 @@ def test_load_run_on_a_run_in_progress_with_a_cut_off_last_line(tmp_path):
     assert steps_per_second(run) == pytest.approx(1000.0)
 
 
-def test_final_return_of_a_run_in_progress_matches_the_summary_definition(tmp_path):
-    summary = train_tiny_run(tmp_path / "run")
+def test_final_return_of_a_run_in_progress_matches_the_summary_definition(tmp_path, tiny_run):
+    shutil.copytree(tiny_run, tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     (tmp_path / "run" / "summary.json").unlink()
     mean, std = final_return(load_run(tmp_path / "run"))
     assert mean == pytest.approx(summary["final_mean_return"], rel=1e-5)

@@ -1,12 +1,12 @@
 """Benchmark table: train a fixed matrix of presets, graph each run, print a markdown table.
 
-    python experiments/bench_table.py --seeds 2
-    python experiments/bench_table.py --rows ppo-CartPole-v1 --seeds 1 --budget-scale 0.01
-    python experiments/bench_table.py --seeds 2 --budgets ppo-Breakout-MinAtar=1000000 \\
+    python -m benchmarks.table --seeds 2
+    python -m benchmarks.table --rows ppo-CartPole-v1 --seeds 1 --budget-scale 0.01
+    python -m benchmarks.table --seeds 2 --budgets ppo-Breakout-MinAtar=1000000 \\
         --write-benchmarks
 
-Every row trains ``purerl.presets.PRESETS[algo][env]`` with ``--seeds`` vmapped seeds through
-the same path as ``experiments/ppo.py`` (run directory with config.json, metrics.jsonl,
+Every row trains the algorithm's preset for ``env`` with ``--seeds`` vmapped seeds through
+the same path as ``purerl train`` (run directory with config.json, metrics.jsonl,
 summary.json) under ``--out-dir/<algo>-<env>``, then writes its trial graphs there. The budget
 of a row is its preset's ``total_timesteps`` (or a ``--budgets ROW=STEPS`` override) times
 ``--budget-scale``, rounded down to whole updates. Atari rows are listed as measured on GPU
@@ -42,24 +42,15 @@ from typing import Any, NamedTuple
 import jax
 import tyro
 
+from purerl import algos, session
+from purerl.compare import format_return, markdown_table
+from purerl.config import ConfigError
+from purerl.loop import NonFiniteLossError
+from purerl.plots import NotARunError, load_run, write_trial_graphs
 from purerl.runtime import configure_jax
-
-# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
-# async dispatch is fixed when the client is created.
-configure_jax()
-
-from purerl.algos.dqn import make_dqn  # noqa: E402
-from purerl.algos.ppo import make_ppo  # noqa: E402
-from purerl.cli import Experiment, run_experiment  # noqa: E402
-from purerl.config import ConfigError  # noqa: E402
-from purerl.plots import NotARunError, load_run, write_trial_graphs  # noqa: E402
-from purerl.presets import PRESETS  # noqa: E402
-from purerl.runs import format_return, markdown_table  # noqa: E402
-from purerl.train import NonFiniteLossError, RunOptions  # noqa: E402
 
 START_MARKER = "<!-- bench-table:start -->"
 END_MARKER = "<!-- bench-table:end -->"
-BUILDERS = {"ppo": make_ppo, "dqn": make_dqn}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +138,7 @@ def select_rows(args: BenchTableArgs) -> list[MatrixRow]:
 
 def row_config(row: MatrixRow, args: BenchTableArgs, budgets: dict[str, int]):
     """The row's preset with the bench's seeds and budget (whole updates, at least one)."""
-    preset = PRESETS[row.algo][row.env]
+    preset = algos.get(row.algo).presets[row.env]
     steps = budgets.get(row.name, preset.total_timesteps) * args.budget_scale
     per_update = preset.env_steps_per_update
     total = max(1, int(steps // per_update)) * per_update
@@ -158,7 +149,7 @@ def row_config(row: MatrixRow, args: BenchTableArgs, budgets: dict[str, int]):
     return dataclasses.replace(preset, **changes)
 
 
-def finished_summary(run_dir: Path, cfg: Any) -> dict[str, Any] | None:
+def finished_summary(run_dir: Path, cfg: Any):
     """The summary of a finished run of exactly ``cfg`` in ``run_dir``; None if there is none.
 
     Raises:
@@ -170,7 +161,7 @@ def finished_summary(run_dir: Path, cfg: Any) -> dict[str, Any] | None:
         return None
     if run.status != "finished":
         return None
-    if run.record["config"] != json.loads(json.dumps(dataclasses.asdict(cfg))):
+    if run.record.config != json.loads(json.dumps(dataclasses.asdict(cfg))):
         raise ConfigError(f"{run_dir} holds a run of another configuration; pick another --out-dir")
     return run.summary
 
@@ -184,10 +175,11 @@ def run_row(
     summary = finished_summary(run_dir, cfg) if args.reuse else None
     if summary is None:
         # No checkpoints: their saves would count in the training time the table reports.
-        options = RunOptions(run_dir=str(run_dir), progress=False, checkpoints=False)
+        spec = algos.get(row.algo)
+        options = spec.options_cls(run_dir=str(run_dir), progress=False, checkpoints=False)
         # Keep stdout for the table: the training log lines go to stderr.
         with contextlib.redirect_stdout(sys.stderr):
-            summary = run_experiment(row.algo, Experiment(cfg, options), BUILDERS[row.algo]).summary
+            summary = session.run(session.TrainRequest(spec, cfg, options)).summary
     window = args.window or max(1, cfg.num_updates // 20)
     _, smoothed = write_trial_graphs(run_dir, window)
     return RowOutcome(summary, smoothed, cfg, window)
@@ -199,7 +191,7 @@ def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[st
             "-"
         ] * 5
     summary, cfg = outcome.summary, outcome.cfg
-    preset = PRESETS[row.algo][row.env]
+    preset = algos.get(row.algo).presets[row.env]
     preset_steps = preset.num_updates * preset.env_steps_per_update  # whole updates, as run
     budget = f"{cfg.total_timesteps:,} steps"
     if cfg.total_timesteps != preset_steps:
@@ -209,10 +201,10 @@ def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[st
         row.algo.upper(),
         row.env,
         f"{row.notes}; {budget}; plot smoothed over {outcome.window} {updates}",
-        f"{summary['total_frames'] // summary['num_seeds']:,}",
-        str(summary["num_seeds"]),
-        format_return(summary["final_mean_return"], summary["final_std_return"]),
-        f"{summary['steps_per_second']:,.0f}",
+        f"{summary.total_frames // summary.num_seeds:,}",
+        str(summary.num_seeds),
+        format_return(summary.final_mean_return, summary.final_std_return),
+        f"{summary.steps_per_second:,.0f}",
         link,
     ]
 
@@ -241,7 +233,7 @@ def section_text(table: str, argv: list[str], args: BenchTableArgs) -> str:
     if "--note" in shown:  # documentation, not part of the measurement: shown as text below
         index = shown.index("--note")
         del shown[index : index + 2]
-    command = shlex.join([".venv/bin/python", "experiments/bench_table.py", *shown])
+    command = shlex.join([".venv/bin/python", "-m", "benchmarks.table", *shown])
     reused = (
         " (`--reuse`: rows with a finished run of the same configuration in the output directory "
         "were read back, not trained again; drop it to measure afresh)"
@@ -307,4 +299,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    configure_jax()
     sys.exit(main(sys.argv[1:]))

@@ -1,6 +1,6 @@
 """Sweep benchmark: K configurations as one vmapped program against K single runs.
 
-    python experiments/search_bench.py --num-configs 16 --total-timesteps 500000 --repeats 3
+    python -m benchmarks.search --num-configs 16 --total-timesteps 500000 --repeats 3
 
 PPO on the CartPole-v1 preset; configuration k has learning rate k of ``--num-configs`` values
 log-spaced over [1e-4, 1e-2], one seed each. Following ../shared/MEASURING.md: both programs
@@ -23,19 +23,13 @@ import jax
 import numpy as np
 import tyro
 
+from benchmarks.timing import peak_rss_mib
+from purerl import envs
+from purerl.algos.ppo import PPOHparams, make_ppo
+from purerl.loop import compile_chunk, init_agent
+from purerl.presets.ppo import PRESETS as PPO_PRESETS
 from purerl.runtime import configure_jax
-
-# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
-# async dispatch is fixed when the client is created.
-configure_jax()
-
-from timing import peak_rss_mib  # noqa: E402
-
-from purerl import envs  # noqa: E402
-from purerl.algos.ppo import make_ppo  # noqa: E402
-from purerl.presets import PPO_PRESETS  # noqa: E402
-from purerl.sweep import SWEEP_ALGOS, flag_nonfinite_losses, stack_hparams  # noqa: E402
-from purerl.train import compile_chunk, init_agent  # noqa: E402
+from purerl.sweep import flag_nonfinite_losses, stack_hparams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +60,7 @@ class Program:
         seeds = np.arange(self.num_agents, dtype=np.int32) + 1000 * call
         agents = self.init(seeds)
         # New hparams arrays every call: the compiled chunk donates its input buffers.
-        hparams = stack_hparams(SWEEP_ALGOS["ppo"].hparams_cls, configs)
+        hparams = stack_hparams(PPOHparams, configs)
         return jax.block_until_ready(agents._replace(state=agents.state._replace(hparams=hparams)))
 
     def run(self, call: int, configs) -> float:
@@ -129,4 +123,5 @@ def print_table(args, base, times, compile_s, ratios) -> None:
 
 
 if __name__ == "__main__":
+    configure_jax()
     main(tyro.cli(BenchArgs, args=sys.argv[1:], description=__doc__))

@@ -1,6 +1,6 @@
 """Atari throughput: PPO training frames/s beside the raw EnvPool rate, in one process.
 
-    python experiments/atari_bench.py --env Breakout-v5 --num-envs 16 --updates 2
+    python -m benchmarks.atari --env Breakout-v5 --num-envs 16 --updates 2
 
 Rows, each timed as ../shared/MEASURING.md asks (compile on its own, a warm-up call, then the
 median of ``--repeats`` calls, alternating the rows call by call):
@@ -30,19 +30,13 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
+from benchmarks.timing import peak_rss_mib, timed
+from purerl import envs
+from purerl.algos.ppo import act, make_ppo
+from purerl.loop import init_agents
+from purerl.presets.ppo import PRESETS as PPO_PRESETS
+from purerl.rollout import collect
 from purerl.runtime import configure_jax
-
-# Before importing the rest: importing the environments (gymnax) creates JAX's CPU client, and
-# async dispatch is fixed when the client is created.
-configure_jax()
-
-from timing import peak_rss_mib, timed  # noqa: E402
-
-from purerl import envs  # noqa: E402
-from purerl.algos.ppo import act, make_ppo  # noqa: E402
-from purerl.presets import PPO_PRESETS  # noqa: E402
-from purerl.rollout import collect  # noqa: E402
-from purerl.train import init_agents  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,4 +144,5 @@ def report(args, cfg, steps, times, compile_s) -> None:
 
 
 if __name__ == "__main__":
+    configure_jax()
     main(tyro.cli(AtariBenchArgs, description=__doc__))

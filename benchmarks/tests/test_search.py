@@ -1,12 +1,12 @@
-"""experiments/search_bench.py, run as a user would: a subprocess with tiny sizes."""
+"""``python -m benchmarks.search``, run as a user would: a subprocess with tiny sizes."""
 
 import pytest
 
-from tests.test_cli import run_script
+from benchmarks.tests.runs import run_module
 
 
 def run_bench(*args):
-    return run_script("search_bench.py", *args)
+    return run_module("benchmarks.search", *args)
 
 
 @pytest.mark.slow

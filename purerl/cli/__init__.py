@@ -1,0 +1,126 @@
+"""The ``purerl`` command: subcommands over the algorithm registry, and one error path.
+
+    purerl train ppo --env CartPole-v1 --num-seeds 4      train (every registered algorithm)
+    purerl train --resume runs/<dir>                      continue a run (algorithm from the run)
+    purerl eval runs/<dir> --episodes 10 --video ep.gif   returns of a trained policy, a video
+    purerl plot runs/a runs/b --out compare.png           overlay runs, print a table
+    purerl search --env CartPole-v1 --param lr=loguniform:1e-4,1e-2
+    purerl envs                                           environment ids and their spaces
+    purerl doctor                                         what works on this machine, how fast
+
+Exit codes: 0 done; 1 training failed (a non-finite loss); 2 invalid input, an unusable run
+directory or checkpoint, a full or unwritable disk; 130 / 143 stopped by SIGINT / SIGTERM (a
+checkpoint is saved first). Anything the user can cause ends with one ``error:`` line on
+stderr; an internal bug still shows its traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("purerl.cli.train", "train an agent (purerl train <algorithm> --help)"),
+    "eval": ("purerl.cli.evaluate", "evaluate a trained run's policy, record a video"),
+    "plot": ("purerl.cli.plot", "overlay runs' learning curves and print their table"),
+    "search": ("purerl.cli.search", "hyperparameter search over vmapped configurations"),
+    "envs": ("purerl.cli.envs", "list environment ids with their observation and action spaces"),
+    "doctor": ("purerl.cli.doctor", "check what runs on this machine's devices, and how fast"),
+}
+"""``purerl <name>`` -> (module with ``main(argv, prog) -> int``, one-line summary)."""
+
+USER_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT}
+)
+"""File-system errors a user causes (full, unwritable or missing paths): one line, exit 2."""
+
+
+def usage(prog: str) -> str:
+    from purerl import algos
+
+    width = max(map(len, COMMANDS))
+    lines = [f"usage: {prog} COMMAND [ARGUMENTS...]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += ["", f"algorithms (purerl train <algorithm>): {', '.join(algos.names())}"]
+    lines += ["", f"Add --help after a command for its flags, e.g. {prog} train ppo --help."]
+    return "\n".join(lines)
+
+
+def dispatch(argv: Sequence[str], prog: str) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage(prog))
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from purerl import __version__
+
+        print(f"purerl {__version__}")
+        return 0
+    name = argv[0]
+    if name not in COMMANDS:
+        from purerl.cli.parsing import UsageError
+
+        raise UsageError(
+            f"unknown command {name!r}; choose one of {', '.join(COMMANDS)} (see {prog} --help)"
+        )
+    module = importlib.import_module(COMMANDS[name][0])
+    return module.main(list(argv[1:]), f"{prog} {name}")
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "purerl") -> int:
+    """Runs ``purerl ARGV`` and returns the exit code (the console script's entry point; with
+    ``argv`` None it owns the process, see ``guarded``)."""
+    owns_process = argv is None
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return guarded(lambda: dispatch(argv, prog), owns_process)
+
+
+def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
+    """Runs a command with the process settings every command uses, turning what the user
+    can cause into one ``error:`` line and an exit code.
+
+    A second Ctrl-C aborts at once: when the command owns its process, the process ends right
+    after the error line, before library threads caught mid-save can add their own noise on
+    the way out.
+    """
+    from purerl.checkpoint import CheckpointError
+    from purerl.cli.parsing import HelpShown
+    from purerl.config import ConfigError
+    from purerl.loop import NonFiniteLossError
+    from purerl.runtime import configure_jax, quiet_libraries
+    from purerl.session import Stopped
+
+    configure_jax()
+    quiet_libraries()
+    try:
+        return command()
+    except HelpShown:
+        return 0
+    except (ConfigError, CheckpointError) as err:
+        return fail(str(err), 2)
+    except NonFiniteLossError as err:
+        return fail(str(err), 1)
+    except Stopped as err:
+        return fail(str(err), 128 + err.signum)
+    except KeyboardInterrupt:
+        code = fail(
+            "aborted by Ctrl-C; a run directory keeps its last complete checkpoint",
+            128 + signal.SIGINT,
+        )
+        if owns_process:
+            sys.stdout.flush()
+            os._exit(code)
+        return code
+    except OSError as err:
+        if err.errno not in USER_ERRNOS:
+            raise
+        where = f" {err.filename}" if err.filename else ""
+        return fail(f"cannot use{where}: {err.strerror}", 2)
+
+
+def fail(message: str, code: int) -> int:
+    print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
+    return code

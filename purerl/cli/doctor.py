@@ -1,0 +1,274 @@
+"""``purerl doctor``: what works on this machine's devices, and how fast.
+
+Runs a few seconds of each accelerated path on the devices JAX sees (GPUs when there are any,
+else CPUs) and prints one table row per check: pass or FAIL, the throughput, and for a failure
+what went wrong and what to try. The block at the end is what to send back with a bug report
+or a benchmark figure. Checks:
+
+- ``train <algorithm>``: every registered algorithm on CartPole-v1 (its preset), one seed;
+- ``vmap 8 seeds``: eight PPO agents in one program;
+- ``seeds over devices``: PPO seeds split over every device with ``shard_map`` (needs 2+);
+- ``envpool xla``: EnvPool's XLA step inside a compiled ``lax.scan`` on the device (in a child
+  process: this custom call has aborted processes on GPUs with recent JAX);
+- ``atari ppo``: one PPO update on Breakout-v5 (EnvPool and the Nature CNN; child process; on by
+  default with a GPU, ``--atari`` on a CPU, where it takes about a minute).
+
+Exit code 0 when every check that ran passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import Annotated, Any
+
+from purerl.cli.parsing import parse
+from purerl.config import ConfigError
+from purerl.options import hint
+
+CHILD_TIMEOUT_S = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class DoctorArgs:
+    device: str = "auto"
+    """Devices to check: auto (GPUs if JAX sees any, else CPU), cpu or gpu."""
+    seconds: float = 2.0
+    """Rough time each throughput measurement runs for."""
+    atari: Annotated[bool | None, hint("on with a GPU, off on a CPU")] = None
+    """Also run one PPO update on Breakout-v5 through EnvPool."""
+    envpool: bool = True
+    """Check EnvPool's XLA step (needs pip install 'purerl[atari]')."""
+    json: Annotated[str | None, hint("none", "PATH")] = None
+    """Also write the results as JSON here."""
+    quick: bool = False
+    """Check each path on the algorithms' tiny smoke configurations instead of their
+    CartPole-v1 presets: a quick pass/fail, throughputs not representative."""
+
+    def __post_init__(self):
+        if self.device not in ("auto", "cpu", "gpu"):
+            raise ConfigError(f"--device must be auto, cpu or gpu, got {self.device!r}")
+        if not 0.1 <= self.seconds <= 600:
+            raise ConfigError(f"--seconds must lie in [0.1, 600], got {self.seconds}")
+
+
+@dataclasses.dataclass
+class Check:
+    name: str
+    ok: bool | None
+    """True passed, False failed, None skipped."""
+    figure: str = "-"
+    note: str = ""
+    rate: float | None = None
+
+
+def versions() -> dict[str, str]:
+    names = ["purerl", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "gymnax", "envpool"]
+    found = {"python": platform.python_version()}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def timed_rate(run: Callable[[int], Any], units: int, seconds: float) -> float:
+    """Units per second of ``run(call)``: one warm-up call, then calls for ``seconds``; the
+    median call time."""
+    import statistics
+
+    import jax
+
+    jax.block_until_ready(run(0))
+    times, call, spent = [], 1, 0.0
+    while spent < seconds or len(times) < 2:
+        start = time.perf_counter()
+        jax.block_until_ready(run(call))
+        times.append(time.perf_counter() - start)
+        spent += times[-1]
+        call += 1
+    return units / statistics.median(times)
+
+
+def train_check(
+    name: str, spec_name: str, num_seeds: int, args: DoctorArgs, devices: list
+) -> Check:
+    """Trains the CartPole-v1 preset (else, or with ``--quick``, the smoke configuration)."""
+    import dataclasses as dc
+
+    from purerl import algos, envs, loop, parallel
+
+    spec = algos.get(spec_name)
+    cfg = spec.smoke if args.quick else spec.presets.get("CartPole-v1", spec.smoke)
+    cfg = dc.replace(cfg, num_seeds=num_seeds)
+    placement = None
+    if len(devices) > 1:
+        placement = parallel.make_placement(devices, "seeds", num_seeds, cfg.num_envs)
+    algo = spec.build(cfg, envs.from_config(cfg))
+    updates = max(1, min(cfg.num_updates, 8))
+    agents = loop.init_agents(algo, list(range(num_seeds)), placement)
+    chunk = loop.compile_chunk(algo, agents, updates, placement=placement)
+    state = {"agents": agents}
+
+    def run(call: int) -> Any:
+        state["agents"], metrics = chunk(state["agents"])
+        return metrics
+
+    rate = timed_rate(run, updates * cfg.env_steps_per_update * num_seeds, args.seconds)
+    return Check(name, True, f"{rate:,.0f} steps/s", rate=rate)
+
+
+CHILD_ENVPOOL = """
+import json, sys, time
+import jax, jax.numpy as jnp
+from purerl.runtime import configure_jax
+configure_jax()
+from purerl import envs
+num_envs, steps = 8, int(sys.argv[1])
+env = envs.make("Breakout-v5", num_envs)
+@jax.jit
+def rollout(key):
+    state, obs = env.reset(key, None)
+    def step(carry, key):
+        state, total = carry
+        action = jax.random.randint(key, (num_envs,), 0, env.spec.action_space.num_actions)
+        state, out = env.step(key, state, action, None)
+        return (state, total + out.obs.astype(jnp.float32).mean()), None
+    (state, total), _ = jax.lax.scan(step, (state, 0.0), jax.random.split(key, steps))
+    return total
+jax.block_until_ready(rollout(jax.random.key(0)))
+start = time.perf_counter()
+total = float(rollout(jax.random.key(1)))
+seconds = time.perf_counter() - start
+print(json.dumps({"rate": steps * num_envs * 4 / seconds, "finite": total == total,
+                  "device": str(jax.devices()[0])}))
+"""
+
+CHILD_ATARI = """
+import json, sys, time
+import jax
+from purerl.runtime import configure_jax
+configure_jax()
+from purerl import envs, loop
+from purerl.algos.ppo import SPEC
+import dataclasses
+cfg = dataclasses.replace(SPEC.presets["Breakout-v5"], num_envs=8, rollout_len=32,
+                          num_minibatches=2, num_epochs=1, total_timesteps=8 * 32 * 2)
+algo = SPEC.build(cfg, envs.from_config(cfg))
+agents = loop.init_agents(algo, [0])
+chunk = loop.compile_chunk(algo, agents, 1)
+agents, metrics = chunk(agents)
+jax.block_until_ready(metrics)
+start = time.perf_counter()
+agents, metrics = chunk(agents)
+loss = float(jax.device_get(metrics["loss/total"])[0, 0])
+seconds = time.perf_counter() - start
+print(json.dumps({"rate": 8 * 32 * 4 / seconds, "finite": loss == loss,
+                  "device": str(jax.devices()[0])}))
+"""
+
+
+def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -> Check:
+    """Runs ``code`` in a fresh Python: a crash there (an abort in a custom call) is a failed
+    check, not a crashed doctor."""
+    import os
+
+    env = {**os.environ, **platform_env}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return Check(name, False, note=f"no result within {CHILD_TIMEOUT_S} s")
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+        why = lines[-1][:160] if lines else f"exit code {proc.returncode}"
+        if proc.returncode < 0:
+            why = f"the process died of signal {-proc.returncode} ({why})"
+        if "No module named 'envpool'" in proc.stderr or "needs EnvPool" in proc.stderr:
+            return Check(name, None, note="skipped: pip install 'purerl[atari]' to check it")
+        return Check(name, False, note=why + "; see purerl docs/performance.md (EnvPool on GPU)")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not result["finite"]:
+        return Check(name, False, note="ran, but produced non-finite values")
+    return Check(name, True, f"{result['rate']:,.0f} frames/s", rate=result["rate"])
+
+
+def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
+    import jax
+
+    from purerl import algos, parallel
+
+    devices = parallel.select_devices(args.device, None)
+    kind = devices[0].platform
+    info = {
+        "versions": versions(),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPU cores",
+        "backend": jax.default_backend(),
+        "devices": [f"{d} ({d.device_kind})" for d in devices],
+    }
+    checks: list[Check] = []
+
+    def attempt(name: str, fn: Callable[[], Check]) -> None:
+        try:
+            checks.append(fn())
+        except Exception as err:  # a failing path is a result to report, not a crash
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            checks.append(Check(name, False, note=f"{type(err).__name__}: {first[:160]}"))
+        print(format_row(checks[-1]), flush=True)
+
+    print(f"devices: {', '.join(info['devices'])}\n")
+    print("| check | result | throughput | note |\n|---|---|---:|---|", flush=True)
+    with jax.default_device(devices[0]):
+        for name in algos.names():
+            check = f"train {name}"
+            attempt(check, lambda c=check, n=name: train_check(c, n, 1, args, devices[:1]))
+        attempt("vmap 8 seeds", lambda: train_check("vmap 8 seeds", "ppo", 8, args, devices[:1]))
+    if len(devices) > 1:
+        check = f"seeds over {len(devices)} devices"
+        seeds = 2 * len(devices)
+        attempt(check, lambda: train_check(check, "ppo", seeds, args, devices))
+    else:
+        checks.append(Check("seeds over devices", None, note="skipped: JAX sees one device"))
+        print(format_row(checks[-1]), flush=True)
+    platform_env = {"JAX_PLATFORMS": kind}
+    if args.envpool:
+        attempt(
+            "envpool xla", lambda: child_check("envpool xla", CHILD_ENVPOOL, ["256"], platform_env)
+        )
+    atari = args.atari if args.atari is not None else kind == "gpu"
+    if atari:
+        attempt("atari ppo", lambda: child_check("atari ppo", CHILD_ATARI, [], platform_env))
+    return checks, info
+
+
+def format_row(check: Check) -> str:
+    status = {True: "pass", False: "FAIL", None: "skipped"}[check.ok]
+    return f"| {check.name} | {status} | {check.figure} | {check.note} |"
+
+
+def main(argv: Sequence[str], prog: str) -> int:
+    args = parse(DoctorArgs, argv, prog, __doc__)
+    checks, info = run_checks(args)
+    print("\nsend back:")
+    report = {**info, "checks": [dataclasses.asdict(c) for c in checks]}
+    versions_line = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
+    print(f"  {info['machine']}; {info['backend']} backend; {versions_line}")
+    print(f"  devices: {', '.join(info['devices'])}")
+    for check in checks:
+        print(f"  {check.name}: {format_row(check).split(' | ', 1)[1].rstrip(' |')}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+    return 0 if all(c.ok is not False for c in checks) else 1

@@ -1,0 +1,90 @@
+"""``purerl envs [PATTERN...]``: environment ids with their observation and action spaces.
+
+Patterns filter ids by case-insensitive substring (``purerl envs minatar snake``). Spaces are
+read from each environment as it is built; an EnvPool Atari game's action count is read from
+its ROM, so it is shown when at most ``--atari-detail`` games are listed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Annotated
+
+import tyro
+
+from purerl.cli.parsing import parse
+from purerl.config import ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvsArgs:
+    patterns: Annotated[
+        tuple[str, ...], tyro.conf.Positional, tyro.conf.arg(metavar="PATTERN")
+    ] = ()
+    """Show only ids containing one of these (case-insensitive)."""
+    atari_detail: int = 10
+    """Read the action counts of Atari games when at most this many are listed."""
+
+    def __post_init__(self):
+        if self.atari_detail < 0:
+            raise ConfigError(f"--atari-detail must be non-negative, got {self.atari_detail}")
+
+
+def describe_space(space) -> str:
+    from purerl.envs.base import Discrete
+
+    if isinstance(space, Discrete):
+        return f"Discrete({space.num_actions})"
+    low, high = min(space.low), max(space.high)
+    return f"Box({'x'.join(map(str, space.shape))}, [{low:g}, {high:g}])"
+
+
+def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
+    """``(observation, actions)`` of one id, or why they could not be read."""
+    from purerl import envs
+    from purerl.envs.envpool import PREFIX, is_atari
+
+    name = env_id.removeprefix(PREFIX)
+    if is_atari(name):
+        obs = "4x84x84 uint8 (frame stack)"
+        if not detail:
+            return obs, "Discrete (per game: list fewer games)"
+        try:
+            import envpool
+        except ImportError:
+            return obs, "needs pip install 'purerl[atari]'"
+        return obs, f"Discrete({int(envpool.make_spec(name).action_space.n)})"
+    try:
+        env = envs.make(env_id, 1)
+    except ImportError as err:
+        return "-", f"unavailable: {str(err).splitlines()[0][:60]}"
+    except Exception as err:  # a backend that cannot build here (e.g. a missing data set)
+        return "-", f"unavailable: {type(err).__name__}"
+    spec = env.spec
+    obs = f"{'x'.join(map(str, spec.obs_shape)) or 'scalar'} {spec.obs_dtype}"
+    return obs, describe_space(spec.action_space)
+
+
+def main(argv: Sequence[str], prog: str) -> int:
+    args = parse(EnvsArgs, argv, prog, __doc__)
+    from purerl import envs
+    from purerl.envs.envpool import PREFIX, is_atari
+
+    patterns = [p.lower() for p in args.patterns]
+    # EnvPool's Atari games answer to <Game>-v5 and envpool/<Game>-v5: list the short ids.
+    ids = [
+        env_id
+        for env_id in envs.list_envs()
+        if not (env_id.startswith(PREFIX) and is_atari(env_id.removeprefix(PREFIX)))
+        and (not patterns or any(p in env_id.lower() for p in patterns))
+    ]
+    if not ids:
+        raise ConfigError(f"no environment id contains {' or '.join(args.patterns)}")
+    detail = sum(is_atari(i) for i in ids) <= args.atari_detail
+    print("| id | family | observation | actions |\n|---|---|---|---|")
+    for env_id in ids:
+        obs, actions = describe_env(env_id, detail)
+        print(f"| {env_id} | {envs.lookup(env_id).family} | {obs} | {actions} |", flush=True)
+    print(f"\n{len(ids)} ids; Atari games also answer to {PREFIX}<Game>-v5.")
+    return 0

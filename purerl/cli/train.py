@@ -1,0 +1,197 @@
+"""``purerl train <algorithm>``: parse and check a run's configuration, then carry it out.
+
+The configuration flags apply to starts in this order: ``--resume DIR`` (the run's saved
+configuration and run options), ``--config FILE`` (a saved configuration, for a new run),
+``--preset NAME``, the preset of ``--env``, the algorithm's defaults. Flags override single
+fields. A resumed run keeps its configuration; of its run options only those in
+``purerl.options.RESUMABLE`` may be given again, and the change is recorded in
+``resumes.jsonl``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import tyro
+
+from purerl import algos, rundir
+from purerl.algos import AlgoSpec, preset_names
+from purerl.cli.parsing import UsageError, parse, peek
+from purerl.config import ConfigError, flag
+from purerl.options import hint
+from purerl.runtime import enable_compilation_cache
+from purerl.session import StopOnSignal, TrainRequest, merge_resume_options, prepare
+from purerl.session import describe as describe_setup
+from purerl.session import run as run_session
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Sources:
+    """Where a run's configuration comes from, besides the flags."""
+
+    preset: Annotated[str | None, hint("the preset of --env, if it has one", "NAME")] = None
+    """Named preset to start from."""
+    config: Annotated[str | None, hint("none", "PATH")] = None
+    """Start a new run from a saved config.json (or a run directory holding one); flags beside
+    it override single fields."""
+    resume: Annotated[str | None, hint("none", "DIR")] = None
+    """Continue the run in this directory from its newest readable checkpoint, with its saved
+    configuration and run options. A live EnvPool simulator cannot be saved: it is reset."""
+    resume_from: Annotated[int | None, hint("the newest readable", "UPDATE")] = None
+    """With --resume: the checkpoint (its update count) to continue from."""
+    dry_run: bool = False
+    """Check the configuration, devices and environment, print what the run would do, and
+    write nothing."""
+
+
+@functools.cache
+def args_class(spec: AlgoSpec, header: str) -> type:
+    """The parsed arguments of ``purerl train <spec.name>``: sources, algorithm configuration
+    and run options, all flags at the top level."""
+    return dataclasses.make_dataclass(
+        f"{spec.name.upper()}TrainArgs",
+        [
+            (
+                "algo",
+                Annotated[spec.config_cls, tyro.conf.OmitArgPrefixes, tyro.conf.arg(help=header)],
+                dataclasses.field(default=spec.config_cls()),
+            ),
+            (
+                "run",
+                Annotated[spec.options_cls, tyro.conf.OmitArgPrefixes],
+                dataclasses.field(default=spec.options_cls()),
+            ),
+        ],
+        bases=(Sources,),
+        frozen=True,
+        kw_only=True,
+    )
+
+
+def base(spec: AlgoSpec, argv: Sequence[str]) -> tuple[Any, Any, str]:
+    """The configuration and run options flags apply to, and the help header naming them."""
+    resume, config = peek(argv, "--resume"), peek(argv, "--config")
+    if resume is not None and config is not None:
+        raise ConfigError("--resume and --config exclude each other: a resumed run keeps its own")
+    source = resume or config
+    if source is not None:
+        record = rundir.read_config(Path(source))
+        if record.algo != spec.name:
+            raise ConfigError(
+                f"{source} holds a {record.algo} run, not {spec.name}; use: purerl train "
+                f"{record.algo} {'--resume' if resume else '--config'} {source}"
+            )
+        cfg = record.make_config(spec.config_cls, Path(source))
+        options = record.make_options(spec.options_cls) if resume else spec.options_cls()
+        what = "the resumed run" if resume else f"the configuration saved in {source}"
+        return cfg, options, f"{spec.summary}. Defaults: {what}."
+    preset = peek(argv, "--preset")
+    env_id = peek(argv, "--env")
+    cfg = spec.base_config(env_id, preset)
+    if preset is not None:
+        start = f"preset {preset}"
+    elif cfg.env in spec.presets:
+        start = f"preset {cfg.env}"
+    else:
+        start = f"the defaults on {cfg.env} (no preset for it)"
+    return cfg, spec.options_cls(), f"{spec.summary}. Defaults: {start}."
+
+
+def description(spec: AlgoSpec, prog: str) -> str:
+    return (
+        f"Train {spec.name.upper()} ({spec.summary}).\n\n"
+        f"--env picks that environment's preset, --preset a named one, --config a saved run's "
+        f"configuration; every other flag overrides one field. --resume DIR continues a run. "
+        f"Writes runs/{spec.name}-<env>-<time>/ with config.json, metrics.jsonl, summary.json, "
+        f"learning curves and checkpoints/.\n\nPresets: {preset_names(spec.presets)}.\n\n"
+        f"Run options --resume may change: {', '.join(resumable_flags())}."
+    )
+
+
+def resumable_flags() -> list[str]:
+    from purerl.options import RESUMABLE
+
+    return [flag(name) for name in sorted(RESUMABLE)]
+
+
+def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainRequest, Any]:
+    """Parses ``argv`` into a checked ``TrainRequest`` (raises ``ConfigError`` otherwise)."""
+    cfg, options, header = base(spec, argv)
+    cls = args_class(spec, header)
+    args = parse(cls, argv, prog, description(spec, prog), default=cls(algo=cfg, run=options))
+    if args.resume is None:
+        if args.resume_from is not None:
+            raise UsageError("--resume-from goes with --resume")
+        return TrainRequest(spec, args.algo, args.run, command=prog), args
+    if args.algo != cfg:
+        changed = [
+            f.name
+            for f in dataclasses.fields(cfg)
+            if getattr(cfg, f.name) != getattr(args.algo, f.name)
+        ]
+        raise ConfigError(
+            f"{', '.join(flag(n) for n in changed)} cannot change when resuming: a resumed run "
+            "keeps its configuration (start a new run from it with --config instead)"
+        )
+    changes = merge_resume_options(options, args.run)
+    return (
+        TrainRequest(
+            spec,
+            cfg,
+            args.run,
+            resume=Path(args.resume),
+            resume_from=args.resume_from,
+            option_changes=changes,
+            command=prog,
+        ),
+        args,
+    )
+
+
+def train_algo(name: str, argv: Sequence[str], prog: str) -> int:
+    """``purerl train <name> ARGV`` under the program name ``prog`` (which names the
+    algorithm already: ``purerl train ppo``, or an ``experiments/`` script)."""
+    spec = algos.get(name)
+    with StopOnSignal() as stop:
+        request, args = request_from(spec, argv, prog)
+        if args.dry_run:
+            print(describe_setup(prepare(request)))
+            print("dry run: the configuration is valid; nothing was written")
+            return 0
+        enable_compilation_cache(request.options.compilation_cache)
+        outcome = run_session(request, stop)
+    if outcome.interrupted_by is not None:
+        return 128 + outcome.interrupted_by
+    return 0
+
+
+def main(argv: Sequence[str], prog: str) -> int:
+    """``purerl train ALGORITHM [FLAGS]``, or ``purerl train --resume DIR`` (the algorithm is
+    read from the run)."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(train_usage(prog))
+        return 0 if argv else 2
+    if argv[0].startswith("-"):
+        source = peek(argv, "--resume") or peek(argv, "--config")
+        if source is None:
+            raise UsageError(
+                f"name the algorithm first: {prog} ALGORITHM [FLAGS] (see {prog} --help)"
+            )
+        name = rundir.read_config(Path(source)).algo
+        return train_algo(name, argv, f"{prog} {name}")
+    if argv[0] not in algos.names():
+        raise UsageError(f"unknown algorithm {argv[0]!r}; choose one of {', '.join(algos.names())}")
+    return train_algo(argv[0], argv[1:], f"{prog} {argv[0]}")
+
+
+def train_usage(prog: str) -> str:
+    lines = [f"usage: {prog} ALGORITHM [FLAGS]   or   {prog} --resume DIR [FLAGS]", ""]
+    lines.append("algorithms:")
+    for name in algos.names():
+        lines.append(f"  {name:<6}  {algos.get(name).summary}")
+    lines += ["", f"{prog} ALGORITHM --help lists an algorithm's flags and presets."]
+    return "\n".join(lines)

@@ -1,0 +1,411 @@
+"""The compiled-chunk loop: updates of every seed as one program, run chunk after chunk.
+
+A chunk is ``lax.scan`` over ``algo.update``, vmapped over seeds and compiled once per chunk
+length. Update ``u`` of every seed draws its key as ``fold_in(seed_key, u)``, so results do not
+depend on how the run is cut into chunks: one chunk of 2N equals two chunks of N. Between chunks
+the host hands metrics to sinks and saves checkpoints at their cadence; the time those take is
+kept apart from training time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from purerl.algos import Algo
+from purerl.checkpoint import HISTORY_KEYS, Snapshot
+from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
+from purerl.logging import ChunkReport, Sink, emit
+from purerl.parallel import Placement, fetch, place, replicas_fingerprints
+from purerl.types import Array, Key, Metrics
+
+S = TypeVar("S")
+
+
+class Agent(NamedTuple, Generic[S]):
+    """One independent training session: the algorithm state and its key stream."""
+
+    state: S
+    key: Key
+    """Update ``u`` uses ``fold_in(key, u)``."""
+    seed: Array
+    """int32 seed this agent was built from."""
+
+
+class TrainSpec(Protocol):
+    """What the loop needs to know of an algorithm's configuration."""
+
+    num_seeds: int
+    seed: int
+
+    @property
+    def num_updates(self) -> int: ...
+
+    @property
+    def env_steps_per_update(self) -> int: ...
+
+
+def init_agent(algo: Algo[S], seed: Array) -> Agent[S]:
+    """The agent of ``seed``: ``init_agent_from_key`` of ``jax.random.key(seed)``."""
+    return init_agent_from_key(algo, jax.random.key(seed), seed)
+
+
+def init_agent_from_key(algo: Algo[S], key: Key, seed: Array | int = 0) -> Agent[S]:
+    """A fresh agent: state from one half of ``key``, update keys from the other."""
+    init_key, run_key = jax.random.split(key)
+    return Agent(algo.init(init_key), run_key, jnp.asarray(seed, jnp.int32))
+
+
+def init_agents(
+    algo: Algo[S], seeds: Sequence[int], placement: Placement | None = None
+) -> Agent[S]:
+    """Agents for ``seeds``, stacked along a leading seed axis ``[S, ...]``.
+
+    With a ``placement`` they are built on its devices: split over the seed axis, or, for data
+    parallelism, one replica per device stacked ``[D, S, ...]``.
+    """
+    seeds = jnp.asarray(seeds, jnp.int32)
+    if placement is not None and placement.mode == "data":
+        seeds = jnp.broadcast_to(seeds, (placement.num_devices, *seeds.shape))
+    return init_program(algo, placement)(seeds)
+
+
+@functools.lru_cache(maxsize=32)
+def init_program(algo: Algo[S], placement: Placement | None) -> Callable[[Array], Agent[S]]:
+    """The jitted ``seeds -> agents`` of an algorithm, built once per algorithm and placement
+    (restoring a checkpoint builds fresh agents again, and should not compile again)."""
+    build = jax.vmap(lambda seed: init_agent(algo, seed))
+    return jax.jit(build if placement is None else place(placement, build))
+
+
+StreamFn = Callable[[Array, Array, Metrics], None]
+"""Host function called from inside a chunk with ``(seed, updates_done, metrics)``."""
+
+
+def make_run_chunk(
+    algo: Algo[S], num_updates: int, stream: StreamFn | None = None
+) -> Callable[[Agent[S]], tuple[Agent[S], Metrics]]:
+    """``num_updates`` updates of one agent, returning metrics stacked ``[num_updates]``."""
+
+    def run_chunk(agent: Agent[S]) -> tuple[Agent[S], Metrics]:
+        def body(state, _):
+            state, metrics = algo.update(state, jax.random.fold_in(agent.key, state.step))
+            if stream is not None:
+                emit(stream, agent.seed, state.step, metrics)
+            return state, metrics
+
+        state, metrics = jax.lax.scan(body, agent.state, length=num_updates)
+        return agent._replace(state=state), metrics
+
+    return run_chunk
+
+
+def over_seeds(fn: Callable[[Agent[S]], Any]) -> Callable[[Agent[S]], Any]:
+    """Maps ``fn`` over the leading seed axis.
+
+    A single seed skips ``vmap`` (a reshape drops and restores the axis): XLA's batched kernels
+    for a batch of one are measurably slower on CPU than the unbatched ones.
+    """
+    mapped = jax.vmap(fn)
+
+    def call(agents: Agent[S]) -> Any:
+        if jax.tree.leaves(agents)[0].shape[0] != 1:
+            return mapped(agents)
+        out = fn(jax.tree.map(lambda x: x.reshape(x.shape[1:]), agents))
+        return jax.tree.map(lambda x: x.reshape((1,) + x.shape), out)
+
+    return call
+
+
+def compile_chunk(
+    algo: Algo[S],
+    agents: Agent[S],
+    num_updates: int,
+    stream: StreamFn | None = None,
+    placement: Placement | None = None,
+):
+    """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
+    chunk = over_seeds(make_run_chunk(algo, num_updates, stream))
+    if placement is not None:
+        chunk = place(placement, chunk)
+    return jax.jit(chunk, donate_argnums=0).lower(agents).compile()
+
+
+def plan_chunks(
+    num_updates: int,
+    updates_per_chunk: int | None,
+    target_chunks: int = 20,
+    checkpoint_every: int | None = None,
+    start: int = 0,
+) -> list[int]:
+    """Chunk lengths covering updates ``start`` to ``num_updates`` (a resumed run starts later).
+
+    Each distinct length costs a compile, so without an explicit size a divisor of
+    ``num_updates`` near ``num_updates / target_chunks`` is preferred (one length); if none is
+    within a factor of two, the run ends with one shorter chunk. With ``checkpoint_every`` the
+    default size is its largest divisor not above that target, so chunks end at every
+    checkpoint.
+    """
+    if updates_per_chunk is None:
+        target = max(1, math.ceil(num_updates / target_chunks))
+        if checkpoint_every:
+            limit = min(target, checkpoint_every)
+            updates_per_chunk = max(d for d in divisors(checkpoint_every) if d <= limit)
+        else:
+            near = [d for d in divisors(num_updates) if target // 2 <= d <= 2 * target]
+            updates_per_chunk = min(near, key=lambda d: abs(d - target)) if near else target
+    remaining = num_updates - start
+    if remaining <= 0:
+        return []
+    size = min(updates_per_chunk, remaining)
+    full, rest = divmod(remaining, size)
+    return [size] * full + ([rest] if rest else [])
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n``, ascending, in ``O(sqrt(n))``."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+class Saver(Protocol):
+    """Where checkpoints go (``purerl.checkpoint.Checkpointer``)."""
+
+    last_saved: int | None
+
+    def save(
+        self, updates_done: int, agents: Any, history: dict, mean_return: Any, sessions: list
+    ) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointPolicy:
+    """When the loop saves: after the first chunk that reaches ``every_updates`` more updates or
+    ``every_seconds`` more wall-clock time, at the end, and when stopped early."""
+
+    saver: Saver
+    every_updates: int | None = None
+    every_seconds: float | None = None
+
+
+@dataclasses.dataclass
+class Timing:
+    """Where one process's time went; training excludes compiling and checkpoint saves."""
+
+    first_update: int
+    updates_done: int = 0
+    compile_time_s: float = 0.0
+    train_time_s: float = 0.0
+    checkpoint_time_s: float = 0.0
+    wall_time_s: float = 0.0
+
+    def record(self, env_steps: int) -> dict[str, Any]:
+        """This process's line of ``summary.json``'s ``sessions``."""
+        return {
+            "first_update": self.first_update,
+            "last_update": self.updates_done,
+            "env_steps": env_steps,
+            "wall_time_s": self.wall_time_s,
+            "compile_time_s": self.compile_time_s,
+            "train_time_s": self.train_time_s,
+            "checkpoint_time_s": self.checkpoint_time_s,
+            "steps_per_second": env_steps / max(self.train_time_s, 1e-9),
+        }
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN or infinite loss."""
+
+
+def first_nonfinite(report: ChunkReport) -> tuple[int, int] | None:
+    """``(seed index, update)`` of the first NaN or infinite loss of a chunk, or None.
+
+    Updates that report ``optim/gradient_steps`` of 0 took no gradient step (DQN before
+    ``learning_starts``); their loss is undefined, not diverged, and is not checked.
+    """
+    losses = report.metrics.get("loss/total")
+    if losses is None:
+        return None
+    stepped = report.metrics.get("optim/gradient_steps", np.ones_like(losses)) > 0
+    bad = ~np.isfinite(losses) & stepped
+    if not bad.any():
+        return None
+    seed, offset = np.argwhere(bad)[0]
+    return int(seed), report.first_update + int(offset) + 1
+
+
+class TrainResult(NamedTuple, Generic[S]):
+    agents: Agent[S]
+    history: dict[str, np.ndarray]
+    """Every per-update metric of the updates this process ran and those restored, ``[S, U]``
+    (restored runs: only the episode statistics of the updates before the checkpoint)."""
+    final_returns: np.ndarray
+    """``[S]`` mean over each seed's last ``FINAL_WINDOW_EPISODES``+ episodes (NaN: none)."""
+    timing: Timing
+    sessions: list[dict[str, Any]]
+    """One record per process of the run so far (earlier ones from the checkpoint)."""
+    interrupted: bool
+    """True when ``should_stop`` ended the run early (after saving a checkpoint)."""
+
+
+class History:
+    """Per-update metrics ``[S, U]`` of the run so far: the final return needs the episode
+    statistics of every update, restored ones included."""
+
+    def __init__(self, start: dict[str, np.ndarray] | None = None):
+        self.parts: dict[str, list[np.ndarray]] = {}
+        for name, values in (start or {}).items():
+            self.parts[name] = [np.asarray(values)]
+
+    def add(self, metrics: dict[str, np.ndarray]) -> None:
+        for name, values in metrics.items():
+            self.parts.setdefault(name, []).append(np.asarray(values))
+
+    def arrays(self, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        keys = self.parts if names is None else names
+        return {name: np.concatenate(self.parts[name], axis=1) for name in keys}
+
+    def final_returns(self) -> np.ndarray:
+        arrays = self.arrays(HISTORY_KEYS)
+        return recent_mean_return(
+            arrays["episode/return"], arrays["episode/count"], FINAL_WINDOW_EPISODES
+        )
+
+    def mean_final_return(self) -> float | None:
+        final = self.final_returns()
+        return float(np.nanmean(final)) if np.isfinite(final).any() else None
+
+
+def host_metrics(metrics: Metrics, agents: Agent, placement: Placement | None) -> Metrics:
+    """A chunk's metrics on the host as ``[S, n]`` arrays.
+
+    Data-parallel replicas report the same (averaged) metrics; their parameters must stay
+    identical, which a digest per replica checks after every chunk.
+    """
+    metrics = fetch(metrics)
+    if placement is None or placement.mode != "data":
+        return metrics
+    digests = replicas_fingerprints(agents.state.params)
+    if len(set(digests)) != 1:
+        raise RuntimeError(
+            f"data-parallel replicas diverged: {len(set(digests))} distinct parameter sets "
+            "across devices"
+        )
+    return {name: values[0] for name, values in metrics.items()}
+
+
+def checkpoint_due(
+    policy: CheckpointPolicy, before: int, after: int, total: int, seconds_since_save: float
+) -> bool:
+    """Whether a chunk ending at ``after`` (from ``before``) gets a checkpoint."""
+    if after >= total:
+        return True
+    every = policy.every_updates
+    if every and after // every > before // every:
+        return True
+    return policy.every_seconds is not None and seconds_since_save >= policy.every_seconds
+
+
+def train(
+    algo: Algo[S],
+    spec: TrainSpec,
+    *,
+    sinks: Sequence[Sink] = (),
+    updates_per_chunk: int | None = None,
+    stream: StreamFn | None = None,
+    checkpoints: CheckpointPolicy | None = None,
+    start: Snapshot | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    placement: Placement | None = None,
+) -> TrainResult[S]:
+    """Trains ``spec.num_seeds`` agents for ``spec.num_updates`` updates each.
+
+    Args:
+        sinks: get every chunk's metrics on the host (``ChunkReport``).
+        updates_per_chunk: updates per compiled chunk (default: about 20 chunks).
+        stream: host function called from inside chunks after every update.
+        checkpoints: where and when to save (also at the end and when stopped early).
+        start: a restored checkpoint to continue from instead of fresh agents.
+        should_stop: polled after every chunk; True saves a checkpoint and ends the run.
+        placement: the devices and how the work is split over them (one device without).
+
+    Raises:
+        NonFiniteLossError: a loss turned NaN or infinite (nothing after it is saved).
+    """
+    begin = time.perf_counter()
+    if start is None:
+        agents = init_agents(algo, [spec.seed + i for i in range(spec.num_seeds)], placement)
+        history, done, earlier = History(), 0, []
+    else:
+        agents, history, done = start.agents, History(start.history), start.updates_done
+        earlier = list(start.record.get("sessions", []))
+    timing = Timing(first_update=done, updates_done=done)
+    every = checkpoints.every_updates if checkpoints else None
+    lengths = plan_chunks(spec.num_updates, updates_per_chunk, checkpoint_every=every, start=done)
+    compiled = {n: compile_chunk(algo, agents, n, stream, placement) for n in sorted(set(lengths))}
+    jax.block_until_ready(agents)
+    timing.compile_time_s = time.perf_counter() - begin
+    steps_per_update = spec.env_steps_per_update * spec.num_seeds
+
+    def sessions() -> list[dict[str, Any]]:
+        timing.wall_time_s = time.perf_counter() - begin
+        steps = (timing.updates_done - timing.first_update) * steps_per_update
+        return [*earlier, timing.record(steps)]
+
+    last_save = time.perf_counter()
+    interrupted = False
+    for length in lengths:
+        chunk_start = time.perf_counter()
+        agents, metrics = compiled[length](agents)
+        metrics = host_metrics(metrics, agents, placement)
+        timing.train_time_s += time.perf_counter() - chunk_start
+        report = ChunkReport(done, metrics, time.perf_counter() - begin, timing.train_time_s)
+        bad = first_nonfinite(report)
+        if bad is not None:
+            raise NonFiniteLossError(nonfinite_message(*bad, checkpoints))
+        history.add(report.metrics)
+        for sink in sinks:
+            sink.write(report)
+        done, before = done + length, done
+        timing.updates_done = done
+        interrupted = should_stop()
+        now = time.perf_counter()
+        if checkpoints and (
+            interrupted
+            or checkpoint_due(checkpoints, before, done, spec.num_updates, now - last_save)
+        ):
+            checkpoints.saver.save(
+                done,
+                agents,
+                history.arrays(HISTORY_KEYS),
+                history.mean_final_return(),
+                sessions(),
+            )
+            last_save = time.perf_counter()
+            timing.checkpoint_time_s += last_save - now
+        if interrupted:
+            break
+    return TrainResult(
+        agents, history.arrays(), history.final_returns(), timing, sessions(), interrupted
+    )
+
+
+def nonfinite_message(seed: int, update: int, checkpoints: CheckpointPolicy | None) -> str:
+    kept = checkpoints.saver.last_saved if checkpoints else None
+    where = (
+        f"checkpoint {kept}, saved before it, is kept"
+        if kept is not None
+        else "no checkpoint was saved before it"
+    )
+    return (
+        f"the loss of seed index {seed} became non-finite at update {update} ({where}); lower "
+        "--lr or --max-grad-norm, or turn on --normalize-obs, and start a new run"
+    )

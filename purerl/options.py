@@ -1,0 +1,141 @@
+"""How a run is carried out and reported: options that never change what an agent learns.
+
+``RunOptions`` is saved in ``config.json`` with the run. A resumed run starts from the saved
+options; the fields in ``RESUMABLE`` may be given again to change them (a change is recorded in
+the run directory), any other field is fixed for the life of the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated, Any, Literal
+
+import tyro
+
+from purerl.config import ConfigError, flag
+
+DeviceChoice = Literal["auto", "cpu", "gpu"] | int
+ParallelMode = Literal["seeds", "data"]
+
+
+def hint(text: str, metavar: str | None = None) -> Any:
+    """A tyro marker that shows ``text`` as the default in ``--help`` (for None defaults that
+    stand for a computed value)."""
+    return tyro.conf.arg(help_behavior_hint=f"(default: {text})", metavar=metavar)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """Run options: where and how a run goes. Nothing here changes what it learns."""
+
+    run_dir: Annotated[str | None, hint("runs/<algo>-<env>-<time>", "DIR")] = None
+    """Run directory; an existing non-empty one is refused, never overwritten."""
+    updates_per_chunk: Annotated[int | None, hint("about 20 chunks per run", "INT")] = None
+    """Updates per compiled chunk, i.e. between log points."""
+    progress: bool = True
+    """Show a progress bar (a plain line per chunk when stdout is not a terminal)."""
+    stream: bool = False
+    """Also advance the progress bar from inside each chunk (a JAX callback per update)."""
+    checkpoints: bool = True
+    """Save checkpoints into <run-dir>/checkpoints/<updates>/ (orbax); one is always saved at
+    the end and when stopped by Ctrl-C or SIGTERM."""
+    checkpoint_minutes: float = 10.0
+    """Wall-clock minutes between checkpoints."""
+    checkpoint_every: Annotated[int | None, hint("by time only", "INT")] = None
+    """Also save a checkpoint every this many updates."""
+    keep_checkpoints: int = 3
+    """How many of the latest checkpoints to keep."""
+    keep_best: int = 1
+    """How many of the best checkpoints (by mean recent return over seeds) to keep as well."""
+    tensorboard: bool = False
+    """Also write TensorBoard event files to <run-dir>/tensorboard (pip install
+    'purerl[tensorboard]')."""
+    wandb_project: Annotated[str | None, hint("off", "NAME")] = None
+    """Also log to this Weights & Biases project (pip install 'purerl[wandb]')."""
+    plot_window: int = 100
+    """Moving-average window (updates) of the smoothed learning curve written at the end."""
+    compilation_cache: bool = True
+    """Keep compiled programs in JAX's persistent cache (in $PURERL_CACHE_DIR, else
+    $XDG_CACHE_HOME/purerl/jax), so a second run of a configuration skips most of its
+    compile. PURERL_COMPILATION_CACHE=0 turns it off too."""
+    device: DeviceChoice = "auto"
+    """Devices to train on: auto (GPUs if JAX sees any, else CPU), cpu, gpu, or a device
+    index."""
+    num_devices: Annotated[int | None, hint("all of that kind", "INT")] = None
+    """How many devices of that kind."""
+    parallel: ParallelMode = "seeds"
+    """With several devices: seeds (independent agents, seeds split across devices) or data (each
+    agent's environments split across devices, gradients averaged)."""
+    distributed: bool = False
+    """Join a multi-process run (jax.distributed); coordinator, process count and id come from
+    the flags below or, under SLURM and similar launchers, from the environment."""
+    coordinator_address: Annotated[str | None, hint("from the launcher", "HOST:PORT")] = None
+    """Address of process 0, for --distributed."""
+    num_processes: Annotated[int | None, hint("from the launcher", "INT")] = None
+    """Processes in the run, for --distributed."""
+    process_id: Annotated[int | None, hint("from the launcher", "INT")] = None
+    """This process's index, for --distributed."""
+
+    def __post_init__(self):
+        at_least = {
+            "updates_per_chunk": 1,
+            "checkpoint_every": 1,
+            "keep_checkpoints": 1,
+            "keep_best": 0,
+            "plot_window": 1,
+            "num_devices": 1,
+            "num_processes": 1,
+            "process_id": 0,
+        }
+        for name, low in at_least.items():
+            value = getattr(self, name)
+            if value is not None and value < low:
+                raise ConfigError(f"{flag(name)} must be at least {low}, got {value}")
+        if not (math.isfinite(self.checkpoint_minutes) and self.checkpoint_minutes > 0):
+            raise ConfigError(
+                f"--checkpoint-minutes must be a positive number, got {self.checkpoint_minutes}"
+            )
+        if isinstance(self.device, int) and self.device < 0:
+            raise ConfigError(
+                f"--device must be auto, cpu, gpu or an index >= 0, got {self.device}"
+            )
+        processes, index = self.num_processes, self.process_id
+        if processes is not None and index is not None and index >= processes:
+            raise ConfigError(f"--process-id {index} is not below --num-processes {processes}")
+
+    def excluded_state(self) -> tuple[str, ...]:
+        """Algorithm state fields the user chose to leave out of checkpoints."""
+        return ()
+
+
+RESUMABLE = frozenset(
+    {
+        "updates_per_chunk",
+        "progress",
+        "stream",
+        "checkpoint_minutes",
+        "checkpoint_every",
+        "keep_checkpoints",
+        "keep_best",
+        "tensorboard",
+        "wandb_project",
+        "plot_window",
+        "compilation_cache",
+        "checkpoints",
+        "device",
+        "distributed",
+        "coordinator_address",
+        "num_processes",
+        "process_id",
+    }
+)
+"""Run options a resumed run may change: reporting, cadence and where this process runs.
+Chunking never changes results (update ``u`` draws ``fold_in(key, u)``)."""
+
+
+def options_from_record(options_cls: type, record: dict[str, Any]) -> Any:
+    """Run options saved in ``config.json`` (fields this version does not know are dropped,
+    missing ones take their defaults)."""
+    known = {f.name for f in dataclasses.fields(options_cls)}
+    return options_cls(**{k: v for k, v in record.items() if k in known})

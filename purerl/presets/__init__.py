@@ -1,0 +1,1 @@
+"""Per-algorithm presets, one module per algorithm (``AlgoSpec.presets_module``)."""

@@ -1,0 +1,72 @@
+"""PPO presets: ``purerl train ppo --env X`` starts from ``PRESETS[X]``.
+
+Flags given on the command line override a preset field by field. Budgets are chosen so the
+classic-control presets learn on a 2-core CPU in about a minute or less (see BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+from purerl.algos.ppo import PPOConfig
+from purerl.envs.envpool import ATARI_GAMES
+
+
+def atari_ppo(env_id: str) -> PPOConfig:
+    """PPO on Atari as in the reference implementations (Schulman et al. 2017, Table 5; Huang
+    et al. 2022): 8 x 128 there, 16 x 128 here to keep EnvPool's threads busy; 10M frames."""
+    return PPOConfig(
+        env=env_id,
+        num_envs=16,
+        rollout_len=128,
+        num_epochs=4,
+        num_minibatches=4,
+        lr=2.5e-4,
+        anneal_lr=True,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_eps=0.1,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        total_timesteps=2_500_000,  # x frame skip 4 = 10M frames
+    )
+
+
+PRESETS: dict[str, PPOConfig] = {
+    # Hyperparameters of the PPO reference implementations for classic control
+    # (Huang et al. 2022, "The 37 implementation details of PPO").
+    "CartPole-v1": PPOConfig(env="CartPole-v1"),
+    "Acrobot-v1": PPOConfig(env="Acrobot-v1", num_envs=16, total_timesteps=1_000_000),
+    "Pendulum-v1": PPOConfig(
+        env="Pendulum-v1",
+        num_envs=16,
+        rollout_len=256,
+        total_timesteps=1_000_000,
+        num_epochs=10,
+        num_minibatches=16,
+        lr=1e-3,
+        gamma=0.95,
+        ent_coef=0.0,
+        normalize_obs=True,
+    ),
+    "Breakout-MinAtar": PPOConfig(
+        env="Breakout-MinAtar",
+        num_envs=64,
+        total_timesteps=5_000_000,
+        num_minibatches=8,
+        lr=5e-3,
+        activation="relu",
+        hidden_sizes=(256, 256),
+    ),
+    # Snake 10x10 from its [10, 10, 3] grid: many short games per update, a relu MLP and a
+    # higher learning rate learn in minutes on CPU (BENCHMARKS.md, test_snake_learning.py).
+    "Snake-v0": PPOConfig(
+        env="Snake-v0",
+        num_envs=256,
+        rollout_len=32,
+        total_timesteps=3_000_000,
+        lr=1e-3,
+        activation="relu",
+    ),
+}
+
+PRESETS.update({f"{game}-v5": atari_ppo(f"{game}-v5") for game in ATARI_GAMES})

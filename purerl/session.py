@@ -1,0 +1,506 @@
+"""The life of a training run: check, lock, create or restore, train, summarise.
+
+``run`` is what ``purerl train`` and ``purerl.train(..., run_dir=...)`` call. Everything that can
+be checked is checked before anything is written: the configuration, the devices, the
+environment and the algorithm, optional packages, the run directory and its lock, and the
+checkpoint a resumed run continues from. Errors the user can cause raise ``ConfigError`` (or a
+subclass) with one line saying what to do; the command line turns them into exit code 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import logging
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from purerl import checkpoint, envs, parallel, rundir
+from purerl.algos import Algo, AlgoSpec
+from purerl.config import ConfigError, flag
+from purerl.envs.base import Environment
+from purerl.extras import import_extra
+from purerl.logging import ProgressSink, Sink
+from purerl.loop import CheckpointPolicy, TrainResult, init_agents, train
+from purerl.options import RESUMABLE, RunOptions
+from purerl.runtime import initialize_distributed
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainRequest:
+    """A run to carry out: a new one, or the continuation of ``resume``."""
+
+    spec: AlgoSpec
+    cfg: Any
+    options: RunOptions
+    resume: Path | None = None
+    resume_from: int | None = None
+    """Continue from this checkpoint instead of the newest readable one."""
+    option_changes: dict[str, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+    """Run options a resume changes: ``{field: (saved, given)}``."""
+    command: str | None = None
+    """The command that trains this algorithm (``purerl train ppo``), for the messages that
+    say how to resume."""
+
+    def resume_hint(self, run_dir: Path) -> str:
+        return f"{self.command or 'purerl train ' + self.spec.name} --resume {run_dir}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """Everything a run needs, built and checked before anything is written."""
+
+    request: TrainRequest
+    env: Environment
+    algo: Algo
+    devices: list
+    placement: parallel.Placement | None
+    identity: dict[str, Any]
+    """What a checkpoint must carry to be this run's: algorithm, configuration, device layout."""
+    transient: tuple[str, ...]
+    """State fields checkpoints leave out."""
+
+    @property
+    def cfg(self) -> Any:
+        return self.request.cfg
+
+    @property
+    def options(self) -> RunOptions:
+        return self.request.options
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    run_dir: Path
+    summary: rundir.Summary | None
+    result: TrainResult | None
+    """None when a resumed run was complete already."""
+    algo: Algo
+    interrupted_by: int | None = None
+    """The signal that stopped the run early (after saving), if one did."""
+
+
+def merge_resume_options(saved: RunOptions, given: RunOptions) -> dict[str, tuple[Any, Any]]:
+    """The run options a resume changes, checked: only ``RESUMABLE`` ones may.
+
+    Raises:
+        ConfigError: naming the options that cannot change.
+    """
+    changes = {
+        f.name: (getattr(saved, f.name), getattr(given, f.name))
+        for f in dataclasses.fields(saved)
+        if getattr(saved, f.name) != getattr(given, f.name)
+    }
+    fixed = sorted(name for name in changes if name not in RESUMABLE)
+    if fixed:
+        raise ConfigError(
+            f"{', '.join(flag(n) for n in fixed)} cannot change when resuming: the run keeps "
+            f"them (they may: {', '.join(flag(n) for n in sorted(RESUMABLE))})"
+        )
+    return changes
+
+
+def prepare(request: TrainRequest) -> Setup:
+    """Devices, environment and algorithm of a run; raises on bad input, writes nothing."""
+    cfg, options, spec = request.cfg, request.options, request.spec
+    if options.distributed:
+        initialize_distributed(
+            options.coordinator_address, options.num_processes, options.process_id
+        )
+        if options.run_dir is None and request.resume is None:
+            raise ConfigError("--distributed needs --run-dir: every process must agree on it")
+    devices = parallel.select_devices(options.device, options.num_devices)
+    placement = None
+    if len(devices) > 1 or options.distributed:
+        placement = parallel.make_placement(devices, options.parallel, cfg.num_seeds, cfg.num_envs)
+    data_parallel = placement is not None and placement.mode == "data"
+    env = envs.from_config(cfg, cfg.num_envs // placement.num_devices if data_parallel else None)
+    if placement is not None and not env.pure:
+        raise ConfigError(
+            f"{cfg.env} runs on EnvPool, whose simulators live in this process: use one device "
+            "(--num-devices 1), several seeds share its pool"
+        )
+    algo = spec.build(cfg, env, axis_name=placement.axis_name if placement else None)
+    # Field names only: traced without the device axis, which exists only inside shard_map.
+    state_fields = jax.eval_shape(spec.build(cfg, env).init, jax.random.key(0))._fields
+    if options.tensorboard:
+        import_extra("tensorboardX", "'purerl[tensorboard]'", "--tensorboard")
+    if options.wandb_project:
+        import_extra("wandb", "'purerl[wandb]'", "--wandb-project")
+    layout = {"mode": placement.mode, "devices": placement.num_devices} if placement else None
+    identity = {"algo": spec.name, "config": checkpoint.config_dict(cfg), "placement": layout}
+    transient = () if env.pure else ("env_state", "obs")
+    transient += tuple(f for f in options.excluded_state() if f in state_fields)
+    return Setup(request, env, algo, devices, placement, identity, transient)
+
+
+def describe(setup: Setup) -> str:
+    """What a run will do, in one line (``--dry-run`` prints it)."""
+    cfg = setup.cfg
+    where = setup.placement.describe() if setup.placement else str(setup.devices[0])
+    frames = setup.env.spec.frame_skip
+    budget = f"{cfg.num_updates * cfg.env_steps_per_update:,} steps per seed"
+    if frames > 1:
+        budget += f" ({cfg.num_updates * cfg.env_steps_per_update * frames:,} frames)"
+    return (
+        f"{setup.request.spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {budget} in "
+        f"{cfg.num_updates} updates, on {where}"
+    )
+
+
+class Stopped(Exception):
+    """A signal arrived before training started; nothing was written."""
+
+    def __init__(self, signum: int):
+        super().__init__(
+            f"stopped by {signal.Signals(signum).name} before training started; nothing was written"
+        )
+        self.signum = signum
+
+
+def run(request: TrainRequest, stop: StopOnSignal | None = None) -> Outcome:
+    """Carries out a run: builds everything first (bad input fails before anything is
+    written), then creates or locks the run directory, trains and writes the summary."""
+    setup = prepare(request)
+    print(f"devices: {setup.placement.describe() if setup.placement else setup.devices[0]}")
+    if stop is not None and stop.signum is not None:
+        raise Stopped(stop.signum)
+    main = parallel.is_main_process()
+    spec, cfg = request.spec, request.cfg
+    with jax.default_device(None if setup.placement else setup.devices[0]):
+        if request.resume is None:
+            run_dir = Path(request.options.run_dir or rundir.default_run_dir(spec.name, cfg.env))
+            lock = open_new(setup, run_dir) if main else None
+        else:
+            run_dir = Path(request.resume)
+            if not run_dir.is_dir():
+                raise checkpoint.CheckpointError(f"run directory {run_dir} does not exist")
+            lock = rundir.RunLock(run_dir).acquire() if main else None
+        try:
+            start = None if request.resume is None else restore(setup, run_dir, main)
+            return train_and_finish(setup, run_dir, start, stop)
+        finally:
+            if lock is not None:
+                lock.release()
+
+
+def open_new(setup: Setup, run_dir: Path) -> rundir.RunLock:
+    """Creates and locks a new run directory and writes its ``config.json``."""
+    rundir.create_run_dir(run_dir)
+    lock = rundir.RunLock(run_dir).acquire()
+    record = rundir.ConfigRecord.new(setup.request.spec.name, setup.cfg, setup.options)
+    try:
+        rundir.write_config(run_dir, record)
+    except OSError as err:
+        lock.release()
+        raise ConfigError(f"cannot write {run_dir / 'config.json'}: {err.strerror}") from err
+    return lock
+
+
+def restore(setup: Setup, run_dir: Path, main: bool) -> checkpoint.Snapshot:
+    """The checkpoint a resumed run continues from: ``--resume-from``, else the newest one
+    that can be read. Unreadable newer ones are moved to ``<run>/unreadable-checkpoints/``
+    (never deleted) and named in ``resumes.jsonl``."""
+    cfg, request = setup.cfg, setup.request
+    steps = checkpoint.available_steps(run_dir)
+    if not steps:
+        raise checkpoint.CheckpointError(
+            f"{run_dir} has no complete checkpoint; a run saves one every --checkpoint-minutes, "
+            "at its end and when stopped with Ctrl-C"
+        )
+    if request.resume_from is not None:
+        if request.resume_from not in steps:
+            raise checkpoint.CheckpointError(
+                f"{run_dir} has no checkpoint {request.resume_from}; it has {steps}"
+            )
+        steps = [request.resume_from]
+    fresh = init_agents(setup.algo, [cfg.seed + i for i in range(cfg.num_seeds)], setup.placement)
+    start, skipped = checkpoint.restore_newest_readable(run_dir, steps, fresh, setup.identity)
+    for err in skipped:
+        print(f"skipped checkpoint {err.step}: {err.reason}", file=sys.stderr, flush=True)
+    if main:
+        moved = [quarantine(run_dir, err.step) for err in skipped]
+        if start.updates_done < cfg.num_updates:
+            rundir.truncate_metrics(run_dir, start.updates_done)
+        rundir.record_resume(
+            run_dir,
+            {
+                "from_update": start.updates_done,
+                "skipped_checkpoints": [
+                    {"update": e.step, "reason": e.reason, "moved_to": str(m)}
+                    for e, m in zip(skipped, moved, strict=True)
+                ],
+                "changed_options": {k: list(v) for k, v in request.option_changes.items()},
+            },
+        )
+    return start
+
+
+def quarantine(run_dir: Path, step: int) -> Path:
+    """Moves an unreadable checkpoint out of the way of the new ones, keeping its files."""
+    source = checkpoint.checkpoint_dir(run_dir) / str(step)
+    target = Path(run_dir) / "unreadable-checkpoints" / f"{step}-{time.strftime('%Y%m%d-%H%M%S')}"
+    target.parent.mkdir(exist_ok=True)
+    shutil.move(str(source), str(target))
+    return target
+
+
+def train_and_finish(
+    setup: Setup, run_dir: Path, start: checkpoint.Snapshot | None, stop: StopOnSignal | None
+) -> Outcome:
+    cfg, options, spec = setup.cfg, setup.options, setup.request.spec
+    if start is not None and start.updates_done >= cfg.num_updates:
+        print(f"{run_dir} is already complete ({start.updates_done} updates); nothing to do")
+        return Outcome(run_dir, rundir.read_summary(run_dir), None, setup.algo)
+    verb = (
+        f"{cfg.num_updates * cfg.env_steps_per_update:,} steps per seed ({cfg.num_updates} updates)"
+        if start is None
+        else f"resuming at update {start.updates_done}"
+    )
+    print(f"{spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb} -> {run_dir}", flush=True)
+    sinks = make_sinks(setup, run_dir, start) if parallel.is_main_process() else []
+    saver = None
+    if options.checkpoints:
+        saver = checkpoint.Checkpointer(
+            checkpoint.checkpoint_dir(run_dir),
+            setup.identity,
+            options.keep_checkpoints,
+            options.keep_best,
+            setup.transient,
+        )
+    policy = (
+        CheckpointPolicy(saver, options.checkpoint_every, 60.0 * options.checkpoint_minutes)
+        if saver
+        else None
+    )
+    progress = next((s for s in sinks if isinstance(s, ProgressSink)), None)
+    stream = progress.on_stream if (progress is not None and options.stream) else None
+    try:
+        result = train(
+            setup.algo,
+            cfg,
+            sinks=sinks,
+            updates_per_chunk=options.updates_per_chunk,
+            stream=stream,
+            checkpoints=policy,
+            start=start,
+            should_stop=stop.requested if stop is not None else (lambda: False),
+            placement=setup.placement,
+        )
+        if saver is not None:
+            saver.close()
+            saver = None
+    except jax.errors.JaxRuntimeError as err:
+        if "RESOURCE_EXHAUSTED" in str(err) or "out of memory" in str(err).lower():
+            raise ConfigError(out_of_memory_message(cfg, setup.placement)) from err
+        raise
+    except OSError as err:
+        raise disk_error(err, run_dir, saver, setup) from err
+    finally:
+        if saver is not None:
+            close_quietly(saver)
+    summary = make_summary(setup, result, 0 if start is None else start.updates_done)
+    if parallel.is_main_process():
+        for sink in sinks:
+            sink.close(summary.to_json())
+        finish(setup, run_dir, summary, result)
+    signum = stop.signum if (stop is not None and result.interrupted) else None
+    return Outcome(run_dir, summary, result, setup.algo, signum)
+
+
+def close_quietly(saver: checkpoint.Checkpointer) -> None:
+    """Closes a checkpointer on an error path, where the first error is the one to report."""
+    with contextlib.suppress(Exception):  # the error being raised says what went wrong
+        saver.close()
+
+
+def is_disk_full(err: BaseException | None) -> bool:
+    """Whether ``err`` (or what caused it) is a full device or exceeded quota."""
+    while err is not None:
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "No space left on device" in str(err):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def disk_error(err: OSError, run_dir: Path, saver: Any, setup: Setup) -> ConfigError:
+    """One line for a write that failed: where, why, and how to go on."""
+    kept = getattr(saver, "last_saved", None)
+    after = (
+        f"the last complete checkpoint (update {kept}) is kept"
+        if kept is not None
+        else "no checkpoint was completed"
+    )
+    how = setup.request.resume_hint(run_dir)
+    if is_disk_full(err):
+        free = shutil.disk_usage(run_dir).free / 2**20
+        need = checkpoint_size_mib(setup)
+        return ConfigError(
+            f"no space left on the device of {run_dir} ({free:,.0f} MiB free, a checkpoint "
+            f"needs about {need:,.0f} MiB); {after}: free some space and continue with: {how}"
+        )
+    return ConfigError(f"cannot write to {run_dir}: {err.strerror or err}; {after}")
+
+
+def checkpoint_size_mib(setup: Setup) -> float:
+    cfg = setup.cfg
+    shapes = jax.eval_shape(setup.request.spec.build(cfg, setup.env).init, jax.random.key(0))
+    state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+    return state_bytes * cfg.num_seeds / 2**20
+
+
+def out_of_memory_message(cfg: Any, placement: parallel.Placement | None) -> str:
+    devices = placement.num_devices if placement else 1
+    return (
+        f"the device ran out of memory ({cfg.num_seeds} seed(s) x {cfg.num_envs} envs on "
+        f"{devices} device(s)); lower --num-envs, --num-seeds or the minibatch size (raise "
+        "--num-minibatches), or spread the work over more devices with --num-devices"
+    )
+
+
+def make_sinks(setup: Setup, run_dir: Path, start: checkpoint.Snapshot | None) -> list[Sink]:
+    """The metrics file, TensorBoard and W&B when asked for, and the progress bar."""
+    cfg, options = setup.cfg, setup.options
+    steps, frame_skip = cfg.env_steps_per_update, setup.env.spec.frame_skip
+    sinks: list[Sink] = [rundir.MetricsWriter(run_dir, steps, frame_skip)]
+    if options.tensorboard:
+        from purerl.tensorboard import TensorBoardSink
+
+        first = 0 if start is None else start.updates_done
+        sinks.append(TensorBoardSink(run_dir / "tensorboard", steps, frame_skip, first))
+    if options.wandb_project:
+        from purerl.wandb_sink import WandbSink
+
+        record = rundir.ConfigRecord.new(setup.request.spec.name, cfg, options).to_json()
+        sinks.append(
+            WandbSink(options.wandb_project, run_dir.name, record, steps, frame_skip, str(run_dir))
+        )
+    return sinks + progress_sinks(setup, start)
+
+
+def progress_sinks(setup: Setup, start: checkpoint.Snapshot | None) -> list[Sink]:
+    """The progress bar, when the run options ask for one."""
+    cfg = setup.cfg
+    if not setup.options.progress:
+        return []
+    history = None if start is None else start.history
+    return [
+        ProgressSink(
+            cfg.num_updates,
+            cfg.env_steps_per_update,
+            cfg.num_seeds,
+            setup.env.spec.frame_skip,
+            cfg.seed,
+            history=history,
+        )
+    ]
+
+
+def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir.Summary:
+    """The ``summary.json`` record of a run, over all of its processes."""
+    cfg = setup.cfg
+    final = result.final_returns
+    finite = final[np.isfinite(final)]
+    sessions = result.sessions
+    train_time = sum(s["train_time_s"] for s in sessions)
+    trained_steps = sum(s["env_steps"] for s in sessions)
+    done = result.timing.updates_done
+    steps_per_seed = done * cfg.env_steps_per_update
+    frame_skip = setup.env.spec.frame_skip
+    return rundir.Summary(
+        algo=setup.request.spec.name,
+        env=cfg.env,
+        final_mean_return=float(finite.mean()) if finite.size else None,
+        final_std_return=float(finite.std()) if finite.size else None,
+        per_seed_final_return=[float(x) if np.isfinite(x) else None for x in final],
+        final_return_window_episodes=envs.stats.FINAL_WINDOW_EPISODES,
+        num_seeds=cfg.num_seeds,
+        num_updates=done,
+        env_steps_per_seed=steps_per_seed,
+        total_env_steps=steps_per_seed * cfg.num_seeds,
+        total_frames=steps_per_seed * cfg.num_seeds * frame_skip,
+        resumed_from_update=resumed_from,
+        wall_time_s=sum(s["wall_time_s"] for s in sessions),
+        compile_time_s=sum(s["compile_time_s"] for s in sessions),
+        train_time_s=train_time,
+        checkpoint_time_s=sum(s["checkpoint_time_s"] for s in sessions),
+        steps_per_second=trained_steps / max(train_time, 1e-9),
+        sessions=sessions,
+        interrupted=result.interrupted,
+        device=parallel.memory_report(setup.placement),
+    )
+
+
+def finish(setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult) -> None:
+    """Writes the summary and learning curves and says how a stopped run goes on."""
+    from purerl.plots import write_trial_graphs
+
+    rundir.write_summary(run_dir, summary)
+    graphs = write_trial_graphs(run_dir, setup.options.plot_window)
+    print(final_line(summary, run_dir), flush=True)
+    print("learning curves: " + ", ".join(str(path) for path in graphs), flush=True)
+    if result.interrupted:
+        how = setup.request.resume_hint(run_dir)
+        saved = (
+            "checkpoint saved" if setup.options.checkpoints else "no checkpoint (--no-checkpoints)"
+        )
+        print(
+            f"stopped at update {summary.num_updates} of {setup.cfg.num_updates}; {saved}; "
+            f"continue with: {how}",
+            flush=True,
+        )
+
+
+def final_line(summary: rundir.Summary, run_dir: Path) -> str:
+    mean, std = summary.final_mean_return, summary.final_std_return
+    ret = "no finished episode" if mean is None else f"{mean:.1f} +- {std:.1f}"
+    return (
+        f"final mean return {ret} over {summary.num_seeds} seed(s) | "
+        f"{summary.total_env_steps:,} steps in {summary.wall_time_s:.1f} s "
+        f"(compile {summary.compile_time_s:.1f} s, "
+        f"{summary.steps_per_second:,.0f} steps/s) | {run_dir}"
+    )
+
+
+class StopOnSignal:
+    """Turns the first SIGINT or SIGTERM into a stop request; a second SIGINT aborts at once."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopOnSignal:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self.previous[signum] = signal.signal(signum, self.handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None and signum == signal.SIGINT:
+            # The abort unwinds through library code (orbax waiting for a save) that would log
+            # it with a traceback; the command's one line says what happened.
+            logging.getLogger("absl").setLevel(logging.CRITICAL)
+            raise KeyboardInterrupt
+        self.signum = signum
+        print(
+            f"\n{signal.Signals(signum).name}: saving a checkpoint after the current chunk "
+            "(Ctrl-C again aborts without saving)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def requested(self) -> bool:
+        return self.signum is not None

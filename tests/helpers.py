@@ -1,0 +1,200 @@
+"""Helpers shared by the tests: running the command line in-process, comparing states, and
+run directories (real tiny ones and synthetic ones written through the real writer)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from purerl.logging import ChunkReport
+from purerl.rundir import MetricsWriter, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY_ARGS = [
+    "--num-envs", "4", "--rollout-len", "16", "--num-minibatches", "2", "--num-epochs", "1",
+    "--hidden-sizes", "8", "--total-timesteps", "384", "--no-progress",
+]  # fmt: skip
+"""Flags of a tiny PPO run: 6 updates of 64 steps."""
+
+
+class CliResult(NamedTuple):
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+
+def run_cli(*argv: str) -> CliResult:
+    """``purerl ARGV`` in this process: exit code and what it printed."""
+    from purerl.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def run_process(
+    *argv: str, cwd: Path | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
+    """A real process (``python ARGV``) with the test session's environment."""
+    return subprocess.run(
+        [sys.executable, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        timeout=timeout,
+    )
+
+
+def one_error_line(result, message: str) -> None:
+    """Exit code 2 and exactly one ``error:`` line on stderr, containing ``message``."""
+    stderr = result.stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    code = getattr(result, "code", getattr(result, "returncode", None))
+    assert code == 2, (code, stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert message in lines[0], lines[0]
+    assert "Traceback" not in stderr
+
+
+def as_numpy(tree):
+    """Leaves as NumPy arrays, with typed PRNG keys turned into their raw key data."""
+
+    def convert(x):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        return np.asarray(x)
+
+    return jax.tree.map(convert, tree)
+
+
+def leaves_equal(a, b) -> bool:
+    pairs = zip(jax.tree.leaves(as_numpy(a)), jax.tree.leaves(as_numpy(b)), strict=True)
+    return all(np.array_equal(x, y, equal_nan=True) for x, y in pairs)
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    """A digest of every file below ``path``: equal digests mean nothing was touched. The lock
+    file is left out: it names the last process that locked the run, which a refused resume
+    may be."""
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(Path(path).rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def metric_rows(run_dir: Path) -> list[dict]:
+    """``metrics.jsonl`` rows without their wall-clock times."""
+    rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    for row in rows:
+        del row["wall_time_s"]
+    return rows
+
+
+def chunk_reports(returns: np.ndarray, counts: np.ndarray, chunk_len: int) -> list[ChunkReport]:
+    """Reports of ``chunk_len`` updates cut from ``[S, U]`` arrays, one second per chunk."""
+    reports = []
+    for first in range(0, returns.shape[1], chunk_len):
+        cut = slice(first, first + chunk_len)
+        metrics = {
+            "episode/return": returns[:, cut].astype(np.float32),
+            "episode/count": counts[:, cut].astype(np.int32),
+            "loss/total": np.full(returns[:, cut].shape, 0.5, np.float32),
+        }
+        seconds = 10.0 + first // chunk_len
+        reports.append(ChunkReport(first, metrics, seconds, seconds - 10.0))
+    return reports
+
+
+def write_synthetic_run(
+    run_dir: Path,
+    returns: np.ndarray,
+    counts: np.ndarray | None = None,
+    finished: bool = True,
+    env_steps_per_update: int = 100,
+    frame_skip: int = 1,
+    chunk_len: int = 5,
+    algo: str = "dqn",
+    env: str = "Synthetic-v0",
+) -> Path:
+    """A run directory holding ``returns`` ``[S, U]`` (NaN: no episode that update).
+
+    ``counts`` defaults to 1 episode wherever a return is given. With ``finished`` a summary
+    is written as the session computes it (last-100-episode means).
+    """
+    from purerl.envs.stats import recent_mean_return
+
+    counts = np.where(np.isfinite(returns), 1, 0) if counts is None else counts
+    run_dir.mkdir(parents=True)
+    config = {"env": env, "num_seeds": returns.shape[0]}
+    write_json(run_dir / "config.json", {"algo": algo, "config": config})
+    sink = MetricsWriter(run_dir, env_steps_per_update, frame_skip)
+    reports = chunk_reports(returns, counts, chunk_len)
+    for report in reports:
+        sink.write(report)
+    sink.close()
+    if finished:
+        final = recent_mean_return(returns, counts, 100)
+        num_seeds, num_updates = returns.shape
+        summary = {
+            "algo": algo,
+            "env": env,
+            "final_mean_return": float(np.nanmean(final)),
+            "final_std_return": float(np.nanstd(final)),
+            "per_seed_final_return": [float(x) for x in final],
+            "final_return_window_episodes": 100,
+            "num_seeds": num_seeds,
+            "num_updates": num_updates,
+            "env_steps_per_seed": num_updates * env_steps_per_update,
+            "total_env_steps": num_updates * env_steps_per_update * num_seeds,
+            "total_frames": num_updates * env_steps_per_update * frame_skip * num_seeds,
+            "resumed_from_update": 0,
+            "wall_time_s": reports[-1].wall_time_s,
+            "compile_time_s": 10.0,
+            "train_time_s": reports[-1].train_time_s,
+            "checkpoint_time_s": 0.0,
+            "steps_per_second": 1234.0,
+            "sessions": [],
+        }
+        write_json(run_dir / "summary.json", summary)
+    return run_dir
+
+
+def learning_curves(num_seeds: int = 3, num_updates: int = 60) -> np.ndarray:
+    """``[S, U]`` rising noisy returns with a few updates that finished no episode (NaN)."""
+    rng = np.random.default_rng(0)
+    base = np.linspace(10.0, 200.0, num_updates)
+    returns = base + rng.normal(0.0, 15.0, (num_seeds, num_updates))
+    returns[:, ::7] = np.nan
+    return returns
+
+
+def png_is_a_plot(path: Path, size: tuple[int, int] = (800, 500)) -> None:
+    """Asserts ``path`` is a ``size`` (width, height) PNG with coloured curves on it."""
+    from matplotlib.image import imread
+
+    pixels = imread(path)
+    assert pixels.shape[:2] == (size[1], size[0]), pixels.shape
+    rgb = pixels[..., :3]
+    assert rgb.std() > 0.05, "the image is (nearly) one colour"
+    # Axes, ticks and text are grey; only the curves and bands are coloured.
+    coloured = (rgb.max(axis=-1) - rgb.min(axis=-1)) > 0.15
+    assert coloured.mean() > 0.005, f"only {coloured.mean():.4f} of the pixels are coloured"

@@ -1,0 +1,32 @@
+"""Importing purerl has no side effects: no JAX backend, no environment library, no process
+settings, until something is made or a command runs."""
+
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+
+CHECK = """
+import sys
+import jax._src.xla_bridge as xla_bridge
+import purerl, purerl.algos, purerl.envs, purerl.train, purerl.cli
+import purerl.cli.train, purerl.cli.evaluate, purerl.cli.search, purerl.cli.doctor
+import purerl.session, purerl.loop, purerl.sweep, purerl.evaluate, purerl.policy, purerl.plots
+from purerl import algos
+for name in algos.names():
+    algos.get(name).presets  # the presets import the algorithms and EnvPool's game list
+assert not xla_bridge._backends, f"a JAX backend was created: {list(xla_bridge._backends)}"
+heavy = [m for m in ("gymnax", "envpool", "orbax.checkpoint", "ray") if m in sys.modules]
+assert not heavy, f"imported at import time: {heavy}"
+import jax
+assert jax.config.read("jax_cpu_enable_async_dispatch"), "a process setting changed at import"
+print("clean")
+"""
+
+
+def test_imports_create_no_backend_and_load_no_environment_library():
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "clean"

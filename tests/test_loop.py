@@ -1,0 +1,95 @@
+"""The host loop's planning and checks: chunk plans, non-finite losses, metrics rows."""
+
+import time
+
+import numpy as np
+import pytest
+
+from purerl.logging import ChunkReport
+from purerl.loop import (
+    CheckpointPolicy,
+    checkpoint_due,
+    first_nonfinite,
+    nonfinite_message,
+    plan_chunks,
+)
+from purerl.rundir import report_rows
+
+
+@pytest.mark.parametrize(
+    "num_updates, per_chunk, expected",
+    [
+        (976, None, [61] * 16),  # a divisor near 976 / 20 keeps one compiled length
+        (10, 4, [4, 4, 2]),
+        (10, 20, [10]),
+        (7, None, [1] * 7),
+        (97, None, [5] * 19 + [2]),  # prime: no divisor near the target, one short chunk
+    ],
+)
+def test_plan_chunks(num_updates, per_chunk, expected):
+    plan = plan_chunks(num_updates, per_chunk)
+    assert plan == expected
+    assert sum(plan) == num_updates
+
+
+def test_plan_chunks_aligns_with_checkpoints_and_resumes_part_way():
+    assert plan_chunks(100, None, checkpoint_every=12) == [4] * 25  # largest divisor of 12 <= 5
+    assert plan_chunks(10, 4, start=6) == [4]
+    assert plan_chunks(10, 4, start=10) == []
+
+
+def test_plan_chunks_of_a_huge_run_is_instant():
+    start = time.perf_counter()
+    plan = plan_chunks(2**31 - 1, None)  # prime: no divisor near the target
+    assert time.perf_counter() - start < 1.0
+    assert sum(plan) == 2**31 - 1 and len(set(plan)) <= 2
+
+
+class Saver:
+    last_saved = 40
+
+
+def test_checkpoints_are_due_by_updates_by_time_and_at_the_end():
+    by_updates = CheckpointPolicy(Saver(), every_updates=10)
+    assert checkpoint_due(by_updates, 8, 12, 100, 0.0)
+    assert not checkpoint_due(by_updates, 12, 16, 100, 1e9)
+    by_time = CheckpointPolicy(Saver(), every_seconds=600.0)
+    assert not checkpoint_due(by_time, 8, 12, 100, 599.0)
+    assert checkpoint_due(by_time, 8, 12, 100, 600.0)
+    assert checkpoint_due(by_time, 96, 100, 100, 0.0)
+
+
+def report(metrics, first=0):
+    return ChunkReport(first, {k: np.asarray(v, np.float32) for k, v in metrics.items()}, 1.0, 0.5)
+
+
+def test_non_finite_loss_names_the_update_the_kept_checkpoint_and_the_fix():
+    assert first_nonfinite(report({"loss/total": [[1.0, 2.0]]})) is None
+    bad = first_nonfinite(report({"loss/total": [[1.0, 2.0], [1.0, np.nan]]}, first=10))
+    assert bad == (1, 12)
+    message = nonfinite_message(*bad, CheckpointPolicy(Saver()))
+    assert "seed index 1 became non-finite at update 12 (checkpoint 40" in message
+    assert "lower --lr" in message
+    assert "no checkpoint was saved" in nonfinite_message(*bad, None)
+    # Updates without a gradient step have no loss to check.
+    skipped = {"loss/total": [[np.nan]], "optim/gradient_steps": [[0]]}
+    assert first_nonfinite(report(skipped)) is None
+
+
+def test_report_rows_hold_per_seed_values_and_nan_free_means():
+    rows = report_rows(
+        report(
+            {
+                "episode/return": [[1.0, np.nan], [3.0, np.nan]],
+                "loss/total": [[0.5, 0.25], [1.5, 0.75]],
+            },
+            4,
+        ),
+        env_steps_per_update=100,
+        frame_skip=4,
+    )
+    assert [r["update"] for r in rows] == [5, 6]
+    assert rows[0]["env_steps"] == 500 and rows[0]["frames"] == 2000
+    assert rows[0]["episode/return"] == 2.0 and rows[1]["episode/return"] is None
+    assert rows[1]["per_seed"]["loss/total"] == [0.25, 0.75]
+    assert rows[1]["loss/total"] == 0.5

@@ -1,0 +1,146 @@
+"""What needs a real process: the console command and the scripts, signals, killed runs and
+their locks."""
+
+import json
+import runpy
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from purerl import algos, rundir
+from tests.helpers import ROOT, TINY_ARGS, metric_rows, run_cli, run_process
+
+
+def start(*args):
+    """``python -m purerl ARGS`` in the background."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "purerl", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def wait_for(condition, proc, timeout=300):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def metric_lines(run_dir):
+    path = run_dir / "metrics.jsonl"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", algos.names())
+def test_a_tiny_run_of_every_algorithm_through_python_m_purerl(tmp_path, name):
+    spec = algos.get(name)
+    smoke = spec.smoke
+    config = tmp_path / "config.json"
+    rundir.write_config(tmp_path, rundir.ConfigRecord.new(name, smoke, spec.options_cls()))
+    run_dir = tmp_path / "run"
+    proc = run_process(
+        "-m", "purerl", "train", name, "--config", config, "--run-dir", run_dir, "--no-progress"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "final mean return" in proc.stdout
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["algo"] == name and summary["num_updates"] == smoke.num_updates
+
+
+@pytest.mark.slow
+def test_the_experiment_script_is_an_alias_of_purerl_train(tiny_run, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_process(
+        ROOT / "experiments" / "ppo.py", *TINY_ARGS, "--num-seeds", "2", "--run-dir", run_dir,
+        "--checkpoint-every", "1", "--keep-checkpoints", "10", "--updates-per-chunk", "1",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert metric_rows(run_dir) == metric_rows(tiny_run)  # the same run as `purerl train ppo`
+    refused = run_process(ROOT / "experiments" / "ppo.py", "--precision", "fp16")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "see python " in refused.stderr and "experiments/ppo.py --help" in refused.stderr
+
+
+@pytest.mark.parametrize("script, text", [
+    ("ppo.py", "--clip-eps"), ("dqn.py", "--buffer-size"), ("evaluate.py", "--episodes"),
+    ("plot.py", "--window"), ("search.py", "--param"),
+])  # fmt: skip
+def test_every_experiment_script_answers_help(monkeypatch, capsys, script, text):
+    monkeypatch.setattr(sys, "argv", [f"experiments/{script}", "--help"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "experiments" / script), run_name="__main__")
+    assert done.value.code == 0
+    assert text in capsys.readouterr().out
+
+
+LONG = [*TINY_ARGS[:-3], "--total-timesteps", str(64 * 200), "--updates-per-chunk", "1"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_saves_a_checkpoint_and_says_how_to_resume(tmp_path, signum, code):
+    run_dir = tmp_path / "run"
+    proc = start("train", "ppo", *LONG, "--no-progress", "--run-dir", run_dir)
+    wait_for(lambda: metric_lines(run_dir) >= 3, proc)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == code, stderr
+    assert f"{signal.Signals(signum).name}: saving a checkpoint" in stderr
+    assert f"continue with: purerl train ppo --resume {run_dir}" in stdout
+    done = json.loads((run_dir / "summary.json").read_text())["num_updates"]
+    assert 3 <= done < 200 and (run_dir / "checkpoints" / str(done)).is_dir()
+    if signum == signal.SIGINT:
+        # Resuming picks up there (a shorter budget is not allowed: the config is the run's).
+        resumed = run_cli("train", "--resume", run_dir, "--no-progress")
+        assert resumed.code == 0, resumed.stderr
+        assert f"resuming at update {done}" in resumed.stdout
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["num_updates"] == 200 and summary["resumed_from_update"] == done
+        assert [r["update"] for r in metric_rows(run_dir)] == list(range(1, 201))
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_aborts_at_once_with_one_line(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start("train", "ppo", *LONG, "--no-progress", "--run-dir", run_dir)
+    wait_for(lambda: metric_lines(run_dir) >= 2, proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130
+    lines = stderr.strip().splitlines()
+    assert (
+        lines[-1] == "error: aborted by Ctrl-C; a run directory keeps its last complete checkpoint"
+    )
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.slow
+def test_a_killed_run_is_locked_while_alive_and_resumes_exactly_after_sigkill(tmp_path):
+    # The run checkpoints every update; killed hard after its third checkpoint, then resumed,
+    # it must end exactly where the uninterrupted run ends.
+    short = [*TINY_ARGS[:-3], "--total-timesteps", str(64 * 40), "--updates-per-chunk", "1"]
+    run_dir = tmp_path / "run"
+    proc = start(
+        "train", "ppo", *short, "--no-progress", "--run-dir", run_dir, "--checkpoint-every", "1"
+    )
+    checkpoints = run_dir / "checkpoints"
+    wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.glob("[0-9]*"))) >= 3, proc)
+    refused = run_cli("train", "--resume", run_dir)
+    assert refused.code == 2 and f"(PID {proc.pid})" in refused.stderr, refused.stderr
+    proc.kill()
+    proc.communicate()
+    resumed = run_cli("train", "--resume", run_dir)
+    assert resumed.code == 0, resumed.stderr
+    whole = run_cli("train", "ppo", *short, "--run-dir", tmp_path / "whole", "--no-progress")
+    assert whole.code == 0, whole.stderr
+    assert metric_rows(run_dir) == metric_rows(tmp_path / "whole")

@@ -113,6 +113,7 @@ def preset_names(presets: Mapping[str, Any]) -> str:
 BUILTIN: dict[str, str] = {
     "ppo": "purerl.algos.ppo",
     "dqn": "purerl.algos.dqn",
+    "pqn": "purerl.algos.pqn",
 }
 """Algorithms shipped with purerl: name -> module defining ``SPEC``."""
 

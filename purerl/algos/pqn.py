@@ -1,0 +1,256 @@
+"""PQN: parallelised Q-learning without a replay buffer (Gallici et al. 2024, "Simplifying Deep
+Temporal Difference Learning"), as a recipe of shared building blocks.
+
+One ``update`` collects ``rollout_len`` epsilon-greedy steps from ``num_envs`` environments,
+computes Q(lambda) targets over the rollout with the current network (no target network, no
+replay buffer: many environments decorrelate the data instead), and runs ``num_epochs`` passes
+of ``num_minibatches`` regression steps of ``Q(s, a)`` towards them. LayerNorm in the
+Q-network keeps this stable. Truncated episodes bootstrap from their final observation, and
+EnvPool's reset steps are masked out, as for PPO.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from purerl.algos import Algo, AlgoSpec
+from purerl.config import (
+    Activation,
+    CommonConfig,
+    ConfigError,
+    require_network,
+    require_positive,
+    require_unit_interval,
+)
+from purerl.distributions import EpsilonGreedy
+from purerl.envs.base import Environment
+from purerl.envs.stats import summarize
+from purerl.nets import QNetwork, make_q_network
+from purerl.ops.losses import masked_mean, td_loss
+from purerl.ops.optim import Optimizer, current_lr, linear_schedule, make_optimizer
+from purerl.ops.returns import compute_lambda_returns
+from purerl.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
+from purerl.rollout import PolicyStep, collect, rollout_values
+from purerl.types import Array, Key, Metrics, PyTree
+
+
+@dataclasses.dataclass(frozen=True)
+class PQNConfig(CommonConfig):
+    """PQN hyperparameters; defaults are the CartPole-v1 preset."""
+
+    num_envs: int = 4
+    """Parallel environments per agent."""
+    rollout_len: int = 128
+    """Steps per environment between updates."""
+    num_epochs: int = 4
+    """Passes over each rollout."""
+    num_minibatches: int = 4
+    """Minibatches per pass; must divide num_envs * rollout_len."""
+    lr: float = 2.5e-4
+    """Learning rate."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to 0 over the run."""
+    optimizer: Optimizer = "radam"
+    """radam (as PQN's reference implementations) or adam."""
+    gamma: float = 0.99
+    """Discount factor."""
+    q_lambda: float = 0.65
+    """Lambda of the Q(lambda) targets: 0 one-step Q-learning, 1 Monte Carlo returns."""
+    eps_start: float = 1.0
+    """Exploration rate at the start."""
+    eps_end: float = 0.05
+    """Exploration rate after the decay."""
+    exploration_fraction: float = 0.5
+    """Share of total_timesteps over which epsilon decays linearly from eps_start to eps_end."""
+    max_grad_norm: float = 10.0
+    """Gradients are rescaled so their global norm is at most this."""
+    layer_norm: bool = True
+    """LayerNorm before every hidden activation of the Q-network (what keeps PQN stable)."""
+    hidden_sizes: tuple[int, ...] = (120, 84)
+    """Hidden layer widths of the Q-network MLP."""
+    activation: Activation = "relu"
+    """Hidden activation."""
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.rollout_len
+
+    @property
+    def env_steps_per_update(self) -> int:
+        return self.batch_size
+
+    def check(self) -> None:
+        require_positive(self, "rollout_len", "num_epochs", "num_minibatches", "lr")
+        require_positive(self, "max_grad_norm")
+        require_unit_interval(
+            self, "gamma", "q_lambda", "eps_start", "eps_end", "exploration_fraction"
+        )
+        if self.batch_size % self.num_minibatches:
+            raise ConfigError(
+                f"--num-minibatches {self.num_minibatches} does not divide the batch of "
+                f"{self.batch_size} (num_envs {self.num_envs} x rollout_len {self.rollout_len}); "
+                "pick a divisor of the batch"
+            )
+        require_network(self)
+
+
+class PQNHparams(NamedTuple):
+    """The numeric hyperparameters, as traced float32 scalars so they can be vmapped over."""
+
+    lr: Array
+    gamma: Array
+    q_lambda: Array
+    eps_start: Array
+    eps_end: Array
+    exploration_fraction: Array
+    max_grad_norm: Array
+
+    @classmethod
+    def from_config(cls, cfg: PQNConfig) -> PQNHparams:
+        return cls(*(jnp.asarray(getattr(cfg, name), jnp.float32) for name in cls._fields))
+
+
+class PQNState(NamedTuple):
+    params: PyTree
+    opt_state: Any
+    env_state: Any
+    obs: Array
+    """``[B, *obs_shape]`` observations to act on next."""
+    step: Array
+    """int32 count of updates done."""
+    hparams: PQNHparams
+
+
+class PQNBatch(NamedTuple):
+    """Flattened training data, ``[N, ...]`` with ``N = T * B``."""
+
+    obs: Array
+    action: Array
+    target: Array
+    valid: Array
+
+
+def pqn_loss(params: PyTree, batch: PQNBatch, *, network: QNetwork) -> tuple[Array, Metrics]:
+    """Half squared error of ``Q(s, a)`` to its Q(lambda) target, over valid entries."""
+    q_values = network.apply(params, batch.obs)
+    q_taken = jnp.take_along_axis(q_values, batch.action[:, None], axis=-1)[:, 0]
+    loss = td_loss(q_taken, batch.target, batch.valid, "mse")
+    return loss, {"loss/td": loss, "q/taken": masked_mean(q_taken, batch.valid)}
+
+
+def epsilon_at(hparams: PQNHparams, total_timesteps: int, steps: Array) -> Array:
+    decay_steps = hparams.exploration_fraction * total_timesteps
+    return linear_schedule(hparams.eps_start, hparams.eps_end, decay_steps)(steps)
+
+
+def make_pqn(
+    cfg: PQNConfig, env: Environment, env_params: Any = None, axis_name: str | None = None
+) -> Algo[PQNState]:
+    """Builds PQN for a vectorised environment with discrete actions (see ``make_ppo``)."""
+    num_envs = env.spec.num_envs
+    if num_envs is None:
+        raise ConfigError(f"PQN needs a vectorised environment; make {env.spec.id} with num_envs")
+    if not env.spec.discrete:
+        raise ConfigError(f"PQN needs discrete actions; {env.spec.id} has continuous ones")
+    if (num_envs * cfg.rollout_len) % cfg.num_minibatches:
+        raise ConfigError(
+            f"--num-minibatches {cfg.num_minibatches} does not divide the per-device batch of "
+            f"{num_envs * cfg.rollout_len}"
+        )
+    network = make_q_network(
+        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
+    )
+    env_params = env.default_params if env_params is None else env_params
+    anneal = (cfg.num_updates, cfg.num_epochs * cfg.num_minibatches) if cfg.anneal_lr else None
+
+    def optimizer(hparams: PQNHparams):
+        return make_optimizer(
+            hparams.lr, hparams.max_grad_norm, anneal_over=anneal, kind=cfg.optimizer
+        )
+
+    def init(key: Key) -> PQNState:
+        net_key, env_key = jax.random.split(key)
+        env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
+        params = network.init(net_key, obs)
+        hparams = PQNHparams.from_config(cfg)
+        return PQNState(
+            params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams
+        )
+
+    def update(state: PQNState, key: Key) -> tuple[PQNState, Metrics]:
+        rollout_key, sgd_key = jax.random.split(fold_in_axis(key, axis_name))
+        # One epsilon per update, from the steps done before it (per agent).
+        epsilon = epsilon_at(state.hparams, cfg.total_timesteps, state.step * cfg.batch_size)
+
+        def policy(obs: Array, act_key: Key) -> PolicyStep:
+            return PolicyStep(
+                EpsilonGreedy(network.apply(state.params, obs), epsilon).sample(act_key)
+            )
+
+        rollout = collect(
+            env, env_params, policy, state.env_state, state.obs, rollout_key, cfg.rollout_len
+        )
+        traj = rollout.transitions
+        greedy_value = lambda obs: network.apply(state.params, obs).max(axis=-1)  # noqa: E731
+        values = rollout_values(greedy_value, rollout, env.spec.autoreset)
+        targets = compute_lambda_returns(
+            traj.reward,
+            values.values,
+            values.next_values,
+            traj.terminated,
+            traj.terminated | traj.truncated,
+            state.hparams.gamma,
+            state.hparams.q_lambda,
+        )
+        batch = flatten_time_batch(
+            PQNBatch(traj.obs, traj.action, jax.lax.stop_gradient(targets), traj.valid)
+        )
+        params, opt_state, metrics = minibatch_epochs(
+            sgd_key,
+            state.params,
+            state.opt_state,
+            batch,
+            functools.partial(pqn_loss, network=network),
+            optimizer(state.hparams),
+            cfg.num_epochs,
+            cfg.num_minibatches,
+            axis_name,
+        )
+        metrics = {**pmean(metrics, axis_name), **summarize(traj.episode, axis_name)}
+        metrics["optim/lr"] = current_lr(
+            state.hparams.lr, state.step * cfg.num_epochs * cfg.num_minibatches, anneal
+        )
+        metrics["optim/epsilon"] = epsilon
+        new_state = PQNState(
+            params, opt_state, rollout.env_state, rollout.obs, state.step + 1, state.hparams
+        )
+        return new_state, metrics
+
+    def evaluate_act(state: PQNState, obs: Array, key: Key, greedy: bool) -> Array:
+        dist = EpsilonGreedy(network.apply(state.params, obs), state.hparams.eps_end)
+        return dist.mode() if greedy else dist.sample(key)
+
+    return Algo(init, update, evaluate_act)
+
+
+SPEC = AlgoSpec(
+    name="pqn",
+    summary="Parallelised Q-learning: no replay buffer, Q(lambda) targets, LayerNorm",
+    config_cls=PQNConfig,
+    hparams_cls=PQNHparams,
+    build=make_pqn,
+    presets_module="purerl.presets.pqn",
+    smoke=PQNConfig(
+        num_envs=4,
+        rollout_len=16,
+        num_minibatches=2,
+        num_epochs=2,
+        hidden_sizes=(16,),
+        total_timesteps=4 * 16 * 6,
+    ),
+)

@@ -37,7 +37,7 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import jax
 import tyro
@@ -46,6 +46,7 @@ from purerl import algos, session
 from purerl.compare import format_return, markdown_table
 from purerl.config import ConfigError
 from purerl.loop import NonFiniteLossError
+from purerl.options import hint
 from purerl.plots import NotARunError, load_run, write_trial_graphs
 from purerl.runtime import configure_jax
 
@@ -86,16 +87,16 @@ class BenchTableArgs:
     """Multiplies every row's budget (use a small value for a smoke run)."""
     budgets: tuple[str, ...] = ()
     """ROW=STEPS overrides of a row's preset budget (steps per seed), before --budget-scale."""
-    window: int | None = None
-    """Moving-average window of the smoothed curves in updates (default: a 20th of the run)."""
-    out_dir: Path | None = None
-    """Where run directories go (default: runs/bench-<timestamp>)."""
+    window: Annotated[int | None, hint("a 20th of the run", "INT")] = None
+    """Moving-average window of the smoothed curves in updates."""
+    out_dir: Annotated[Path | None, hint("runs/bench-<timestamp>", "DIR")] = None
+    """Where run directories go."""
     write_benchmarks: bool = False
     """Replace the bench-table section of --benchmarks and copy the plots to --plots-dir."""
     benchmarks: Path = Path("BENCHMARKS.md")
     """The markdown file --write-benchmarks updates."""
-    plots_dir: Path | None = None
-    """Where --write-benchmarks puts the plots (default: docs/bench beside --benchmarks)."""
+    plots_dir: Annotated[Path | None, hint("docs/bench beside --benchmarks", "DIR")] = None
+    """Where --write-benchmarks puts the plots."""
     note: str = ""
     """A paragraph for the BENCHMARKS.md section (conditions of the measurement, say)."""
     reuse: bool = False

@@ -1,14 +1,17 @@
-"""Throughput benchmark: compile time and steady-state steps/s, printed as a table.
+"""Throughput beside the fastest pure-JAX code: compile time and steady-state steps/s.
 
-    python -m benchmarks.throughput --env CartPole-v1 --num-envs 4 --seeds 1 8 --peer
-    python -m benchmarks.throughput --algo dqn --env CartPole-v1 --seeds 1 8 --peer
+    python -m benchmarks.throughput --seeds 1 8                        # PPO vs the reference
+    python -m benchmarks.throughput --algo dqn --seeds 1 8             # DQN vs the reference
+    python -m benchmarks.throughput --peers reference rejax            # also rejax (pip install)
 
-Each configuration trains its whole budget as one compiled program (every seed vmapped).
-Following ../shared/MEASURING.md: compile is timed on its own (AOT), then the first call
-(warm-up) and ``--repeats`` further calls run on fresh seeds; the table quotes their median.
-With ``--peer`` the public rejax PPO or DQN runs the same hyperparameters in the same process,
-alternating call by call with purerl, and the table adds the median of the per-pair ratios.
-Steps count environment steps of all seeds together.
+Each configuration trains its whole budget as one compiled program (every seed vmapped; one
+seed unmapped). The peers run the same hyperparameters in the same process, alternating call by
+call with purerl (A B A B ...): ``reference`` is the minimal single-closure PPO / DQN of
+``benchmarks/reference.py``, written in PureJaxRL's style as the bar to clear, ``rejax`` the
+public rejax 0.1.3. Following ../shared/MEASURING.md: compile is timed on its own (AOT), then
+a warm-up call and ``--repeats`` calls on fresh seeds; the table quotes their median, and the
+ratio column is the median of purerl's per-pair speed-ups over the peer. Steps count
+environment steps of all seeds together.
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ import dataclasses
 import platform
 import statistics
 import time
+from typing import Annotated
 
 import jax
 import tyro
 
-from benchmarks import peers
+from benchmarks import peers, reference
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl import algos, envs
 from purerl.loop import compile_chunk, init_agents
+from purerl.options import hint
 from purerl.runtime import configure_jax
 
 
@@ -34,21 +39,24 @@ class BenchArgs:
     """A registered algorithm (purerl train --help lists them)."""
     env: str = "CartPole-v1"
     """Environment id; the algorithm's preset for it (or the generic defaults) is the base."""
-    num_envs: int | None = None
-    """Parallel environments per agent (default: the preset's)."""
-    rollout_len: int | None = None
-    """Steps per environment per update (default: the preset's)."""
+    num_envs: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Parallel environments per agent."""
+    rollout_len: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Steps per environment per update."""
     seeds: tuple[int, ...] = (1, 8)
     """Numbers of vmapped seeds to measure, one row each."""
     total_timesteps: int = 500_000
     """Environment steps per agent per timed call."""
     repeats: int = 3
     """Timed calls after the warm-up call."""
-    peer: bool = False
-    """Also run rejax's PPO (pip install rejax) alternately in the same process."""
+    peers: tuple[str, ...] = ("reference",)
+    """Implementations timed beside purerl: reference, rejax (pip install rejax), or none."""
 
 
-PEERS = {"ppo": peers.make_rejax_ppo, "dqn": peers.make_rejax_dqn}
+PEERS = {
+    "reference": {"ppo": reference.make_ppo_train, "dqn": reference.make_dqn_train},
+    "rejax": {"ppo": peers.make_rejax_ppo, "dqn": peers.make_rejax_dqn},
+}
 
 """``run(call_index) -> seconds`` for one full call on fresh seeds."""
 
@@ -71,9 +79,9 @@ def purerl_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
     return run, compile_s
 
 
-def rejax_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
+def peer_runner(peer: str, algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
     # Like purerl, a single seed runs without vmap (a batch of one is slower on CPU).
-    train = PEERS[algo_name](cfg)
+    train = PEERS[peer][algo_name](cfg)
     if num_seeds > 1:
         train = jax.vmap(train)
     keys = jax.random.split(jax.random.key(0), num_seeds)
@@ -101,7 +109,7 @@ def bench_config(args: BenchArgs):
         overrides["num_envs"] = args.num_envs
     if args.rollout_len is not None:
         overrides["rollout_len"] = args.rollout_len
-    if args.algo == "dqn" and args.peer:
+    if args.algo == "dqn" and "rejax" in args.peers:
         overrides["hidden_sizes"] = peers.REJAX_DQN_HIDDEN
     return dataclasses.replace(base, **overrides)
 
@@ -119,41 +127,36 @@ def describe(algo_name: str, cfg) -> str:
 
 def main(args: BenchArgs) -> None:
     cfg = bench_config(args)
-    if args.peer and args.algo not in PEERS:
-        raise SystemExit(f"error: no rejax peer for {args.algo}; peers: {', '.join(PEERS)}")
-    if args.peer and not peers.rejax_available():
-        raise SystemExit("error: --peer needs rejax (pip install rejax)")
+    for peer in args.peers:
+        if peer not in PEERS or args.algo not in PEERS[peer]:
+            raise SystemExit(f"error: no {peer} peer for {args.algo}; peers: {', '.join(PEERS)}")
+    if "rejax" in args.peers and not peers.rejax_available():
+        raise SystemExit("error: --peers rejax needs rejax (pip install rejax)")
     print(
         f"# {describe(args.algo, cfg)}, {cfg.num_updates} updates per call\n"
         f"# {platform.processor() or platform.machine()}, {jax.device_count()} "
         f"{jax.default_backend()} device(s), jax {jax.__version__}; "
         f"median of {args.repeats} calls after a warm-up\n"
     )
-    header = (
-        "| impl | seeds | compile s | steps/s | steps/s per seed | vs purerl 1 seed | vs peer |"
-    )
+    header = "| impl | seeds | compile s | steps/s | steps/s per seed | purerl speed-up |"
     print(header)
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|")
     steps = cfg.num_updates * cfg.env_steps_per_update
-    single_sps = None
     for num_seeds in args.seeds:
         runners, compiles = {}, {}
         runners["purerl"], compiles["purerl"] = purerl_runner(args.algo, cfg, num_seeds)
-        if args.peer:
-            runners["rejax"], compiles["rejax"] = rejax_runner(args.algo, cfg, num_seeds)
+        for peer in args.peers:
+            runners[peer], compiles[peer] = peer_runner(peer, args.algo, cfg, num_seeds)
         times = measure(runners, args.repeats)
-        ours = steps * num_seeds / statistics.median(times["purerl"])
-        single_sps = single_sps or (ours if num_seeds == 1 else None)
         for name in runners:
             sps = steps * num_seeds / statistics.median(times[name])
-            vs_single = f"{sps / single_sps:.2f}x" if single_sps and name == "purerl" else "-"
-            vs_peer = "-"
-            if args.peer and name == "purerl":
-                ratios = [b / a for a, b in zip(times["purerl"], times["rejax"], strict=True)]
-                vs_peer = f"{statistics.median(ratios):.2f}x"
+            speedup = "-"
+            if name != "purerl":
+                ratios = [b / a for a, b in zip(times["purerl"], times[name], strict=True)]
+                speedup = f"{statistics.median(ratios):.2f}x"
             print(
                 f"| {name} | {num_seeds} | {compiles[name]:.1f} | {sps:,.0f} | "
-                f"{sps / num_seeds:,.0f} | {vs_single} | {vs_peer} |",
+                f"{sps / num_seeds:,.0f} | {speedup} |",
                 flush=True,
             )
     print(f"\npeak resident memory: {peak_rss_mib():,.0f} MiB")

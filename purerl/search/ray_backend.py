@@ -19,11 +19,12 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from purerl.extras import import_extra
+from purerl.options import hint
 from purerl.search.plan import SearchPlan
 from purerl.search.results import DONE, Row, SearchProgress
 from purerl.search.trial import train_trial
@@ -48,8 +49,8 @@ class RayOptions:
     gpus_per_trial: float = 0.0
     asha: bool = False
     """Stop lagging trials early (ASHA on the mean recent return of the trial's agents)."""
-    updates_per_chunk: int | None = None
-    """Updates between reports (default: about 20 reports per trial)."""
+    updates_per_chunk: Annotated[int | None, hint("about 20 reports per trial", "INT")] = None
+    """Updates between reports."""
 
 
 def trial_env(options: RayOptions) -> dict[str, str]:

@@ -198,3 +198,27 @@ def png_is_a_plot(path: Path, size: tuple[int, int] = (800, 500)) -> None:
     # Axes, ticks and text are grey; only the curves and bands are coloured.
     coloured = (rgb.max(axis=-1) - rgb.min(axis=-1)) > 0.15
     assert coloured.mean() > 0.005, f"only {coloured.mean():.4f} of the pixels are coloured"
+
+
+def train_probes(build, cfg, env_ids: list[str]) -> tuple:
+    """One agent per probe environment in ``env_ids``, trained as one compiled program (the
+    probe kind is data, vmapped over) for ``cfg.num_updates`` updates from ``cfg.seed``.
+
+    Every probe runs with two actions (the one-action probes ignore the choice), so the programs
+    have one shape. Returns the environment and ``{env_id: params}``.
+    """
+    from purerl import envs
+    from purerl.envs.probes import probe_params
+
+    env = envs.make("ProbeObsAction-v0", cfg.num_envs)
+    kinds = jax.tree.map(lambda *k: jnp.stack(k), *[probe_params(e) for e in env_ids])
+
+    def trained(env_params):
+        algo = build(cfg, env, env_params)
+        init_key, train_key = jax.random.split(jax.random.key(cfg.seed))
+        keys = jax.random.split(train_key, cfg.num_updates)
+        state, _ = jax.lax.scan(lambda s, k: algo.update(s, k), algo.init(init_key), keys)
+        return state.params
+
+    params = jax.jit(jax.vmap(trained))(kinds)
+    return env, {e: jax.tree.map(lambda x, i=i: x[i], params) for i, e in enumerate(env_ids)}

@@ -12,12 +12,13 @@ if an agent fails one, the fault is in the piece that probe isolates.
 | ``ProbeObsAction-v0`` | +-1 at random | 2 | +1 if action matches obs sign | obs-dependent policy |
 
 Episodes end by termination only. ``step`` does not reset; ``envs.make`` adds ``AutoReset``.
+The probe is selected by ``ProbeParams`` (data), so one program can train all five.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,40 +34,51 @@ class ProbeState(NamedTuple):
     """int32 steps taken in the episode."""
 
 
+class ProbeParams(NamedTuple):
+    """Which probe runs: an index into ``KINDS``. Being data rather than code, it lets one
+    compiled program train every probe at once (``vmap`` over the kind)."""
+
+    kind: Array
+
+
+KINDS = ("constant", "obs_reward", "two_step", "action_reward", "obs_action")
+RANDOM_OBS = (False, True, False, False, True)
+"""Whether each kind starts its episodes from a random +-1 observation (else from 0)."""
+
+
 def _random_sign(key: Key) -> Array:
     return jnp.where(jax.random.bernoulli(key), 1.0, -1.0)
 
 
 @dataclasses.dataclass(frozen=True)
 class ProbeEnv:
-    """One probe; ``kind`` selects which (see the module table)."""
+    """The probes; ``kind`` is the default one, ``ProbeParams`` may select any other."""
 
     kind: str
     spec: EnvSpec
     pure: bool = True
 
     @property
-    def default_params(self) -> Any:
-        return None
+    def default_params(self) -> ProbeParams:
+        return ProbeParams(jnp.int32(KINDS.index(self.kind)))
 
-    def reset(self, key: Key, params: Any) -> tuple[ProbeState, Array]:
-        random_obs = self.kind in ("obs_reward", "obs_action")
-        obs = _random_sign(key) if random_obs else jnp.float32(0.0)
+    def reset(self, key: Key, params: ProbeParams) -> tuple[ProbeState, Array]:
+        random_obs = jnp.asarray(RANDOM_OBS)[params.kind]
+        obs = jnp.where(random_obs, _random_sign(key), 0.0)
         state = ProbeState(jnp.asarray(obs, jnp.float32), jnp.int32(0))
         return state, state.obs[None]
 
     def step(
-        self, key: Key, state: ProbeState, action: Array, params: Any
+        self, key: Key, state: ProbeState, action: Array, params: ProbeParams
     ) -> tuple[ProbeState, Step]:
         del key
-        reward, terminated, next_obs = self.transition(state, action)
-        reward = jnp.asarray(reward, jnp.float32)
-        next_state = ProbeState(jnp.asarray(next_obs, jnp.float32), state.t + 1)
+        reward, terminated, next_obs = transition(state, action, params.kind)
+        next_state = ProbeState(next_obs, state.t + 1)
         obs = next_state.obs[None]
         step = Step(
             obs=obs,
             reward=reward,
-            terminated=jnp.asarray(terminated, bool),
+            terminated=terminated,
             truncated=jnp.zeros((), bool),
             final_obs=obs,
             valid=jnp.ones((), bool),
@@ -74,21 +86,24 @@ class ProbeEnv:
         )
         return next_state, step
 
-    def transition(self, state: ProbeState, action: Array) -> tuple[Array, Array, Array]:
-        """``(reward, terminated, next_obs)`` of this probe."""
-        if self.kind == "constant":
-            return jnp.float32(1.0), jnp.bool_(True), state.obs
-        if self.kind == "obs_reward":
-            return state.obs, jnp.bool_(True), state.obs
-        if self.kind == "two_step":
-            last = state.t >= 1
-            return jnp.where(last, 1.0, 0.0), last, jnp.float32(1.0)
-        if self.kind == "action_reward":
-            return jnp.where(action == 1, 1.0, -1.0), jnp.bool_(True), state.obs
-        if self.kind == "obs_action":
-            match = (action == 1) == (state.obs > 0)
-            return jnp.where(match, 1.0, -1.0), jnp.bool_(True), state.obs
-        raise ValueError(f"unknown probe kind {self.kind!r}")
+
+def transition(state: ProbeState, action: Array, kind: Array) -> tuple[Array, Array, Array]:
+    """``(reward, terminated, next_obs)`` of probe ``KINDS[kind]``: every probe's outcome is
+    computed, the selected one returned."""
+    one, ended = jnp.float32(1.0), jnp.bool_(True)
+    last = state.t >= 1
+    match = (action == 1) == (state.obs > 0)
+    outcomes = [  # in the order of KINDS
+        (one, ended, state.obs),
+        (state.obs, ended, state.obs),
+        (jnp.where(last, 1.0, 0.0), last, one),
+        (jnp.where(action == 1, 1.0, -1.0), ended, state.obs),
+        (jnp.where(match, 1.0, -1.0), ended, state.obs),
+    ]
+    reward, terminated, next_obs = (
+        jnp.stack(column)[kind] for column in zip(*outcomes, strict=True)
+    )
+    return reward.astype(jnp.float32), terminated, next_obs.astype(jnp.float32)
 
 
 PROBES = {
@@ -98,6 +113,11 @@ PROBES = {
     "ProbeActionReward-v0": ("action_reward", 2),
     "ProbeObsAction-v0": ("obs_action", 2),
 }
+
+
+def probe_params(env_id: str) -> ProbeParams:
+    """The parameters that make any probe environment run probe ``env_id``."""
+    return ProbeParams(jnp.int32(KINDS.index(PROBES[env_id][0])))
 
 
 def make_probe(env_id: str, num_envs: int | None = None) -> ProbeEnv:

@@ -10,9 +10,10 @@ import pytest
 
 from purerl import envs
 from purerl.algos.dqn import DQNConfig, make_dqn
-from purerl.loop import init_agents, make_run_chunk, over_seeds, train
+from purerl.envs.probes import PROBES
+from purerl.loop import init_agents, make_run_chunk, over_seeds
 from purerl.nets import make_q_network
-from tests.helpers import leaves_equal
+from tests.helpers import leaves_equal, train_probes
 
 TINY = DQNConfig(
     env="CartPole-v1",
@@ -148,25 +149,28 @@ PROBE_CFG = DQNConfig(
 )
 
 
-def trained_q(env_id):
-    cfg = dataclasses.replace(PROBE_CFG, env=env_id)
-    env = envs.make(env_id, cfg.num_envs)
-    result = train(make_dqn(cfg, env), cfg)
-    params = jax.tree.map(lambda x: x[0], result.agents.state.params)
-    net = make_q_network(env.spec, cfg.hidden_sizes, cfg.activation)
-    return lambda obs: np.asarray(net.apply(params, jnp.array(obs, jnp.float32)[:, None]))
+@pytest.fixture(scope="module")
+def probe_q():
+    """DQN trained on all five probes in one program: ``{env_id: obs -> Q-values}``."""
+    env, params = train_probes(make_dqn, PROBE_CFG, list(PROBES))
+    net = make_q_network(env.spec, PROBE_CFG.hidden_sizes, PROBE_CFG.activation)
+    return {
+        e: lambda obs, p=p: np.asarray(net.apply(p, jnp.array(obs, jnp.float32)[:, None]))
+        for e, p in params.items()
+    }
 
 
 @pytest.mark.learning
 @pytest.mark.parametrize(
     "env_id, obs, expected_q",
     [
-        ("ProbeConstant-v0", [0.0], [[1.0]]),
-        ("ProbeObsReward-v0", [-1.0, 1.0], [[-1.0], [1.0]]),
-        ("ProbeTwoStep-v0", [0.0, 1.0], [[0.5], [1.0]]),  # gamma 0.5
+        # Two actions everywhere; where the choice does not matter both share the value.
+        ("ProbeConstant-v0", [0.0], [[1.0, 1.0]]),
+        ("ProbeObsReward-v0", [-1.0, 1.0], [[-1.0, -1.0], [1.0, 1.0]]),
+        ("ProbeTwoStep-v0", [0.0, 1.0], [[0.5, 0.5], [1.0, 1.0]]),  # gamma 0.5
         ("ProbeActionReward-v0", [0.0], [[-1.0, 1.0]]),
         ("ProbeObsAction-v0", [-1.0, 1.0], [[1.0, -1.0], [-1.0, 1.0]]),
     ],
 )
-def test_probe_q_values(env_id, obs, expected_q):
-    np.testing.assert_allclose(trained_q(env_id)(obs), expected_q, atol=0.15)
+def test_probe_q_values(probe_q, env_id, obs, expected_q):
+    np.testing.assert_allclose(probe_q[env_id](obs), expected_q, atol=0.15)

@@ -10,7 +10,9 @@ import pytest
 
 from purerl import envs
 from purerl.algos.ppo import PPOConfig, make_ppo
+from purerl.envs.probes import PROBES
 from purerl.loop import init_agents, make_run_chunk, over_seeds, train
+from tests.helpers import train_probes
 
 TINY = PPOConfig(
     env="CartPole-v1",
@@ -84,15 +86,13 @@ PROBE_CFG = PPOConfig(
 )
 
 
-def trained_probe(env_id):
-    cfg = dataclasses.replace(PROBE_CFG, env=env_id)
-    env = envs.make(env_id, cfg.num_envs)
-    result = train(make_ppo(cfg, env), cfg)
-    params = jax.tree.map(lambda x: x[0], result.agents.state.params)
+@pytest.fixture(scope="module")
+def probe_agents():
+    """PPO trained on all five probes in one program."""
     from purerl.nets import make_actor_critic
 
-    net = make_actor_critic(env.spec, cfg.hidden_sizes, cfg.activation)
-    return net, params
+    env, params = train_probes(make_ppo, PROBE_CFG, list(PROBES))
+    return make_actor_critic(env.spec, PROBE_CFG.hidden_sizes, PROBE_CFG.activation), params
 
 
 @pytest.mark.learning
@@ -104,9 +104,9 @@ def trained_probe(env_id):
         ("ProbeTwoStep-v0", [0.0, 1.0], [0.5, 1.0]),  # gamma 0.5
     ],
 )
-def test_probe_values(env_id, obs, expected_value):
-    net, params = trained_probe(env_id)
-    values = net.apply(params, jnp.array(obs)[:, None], method="critic")
+def test_probe_values(probe_agents, env_id, obs, expected_value):
+    net, params = probe_agents
+    values = net.apply(params[env_id], jnp.array(obs)[:, None], method="critic")
     np.testing.assert_allclose(values, expected_value, atol=0.1)
 
 
@@ -115,9 +115,9 @@ def test_probe_values(env_id, obs, expected_value):
     "env_id, obs, best_action",
     [("ProbeActionReward-v0", [0.0], [1]), ("ProbeObsAction-v0", [-1.0, 1.0], [0, 1])],
 )
-def test_probe_policies(env_id, obs, best_action):
-    net, params = trained_probe(env_id)
-    dist, values = net.apply(params, jnp.array(obs)[:, None])
+def test_probe_policies(probe_agents, env_id, obs, best_action):
+    net, params = probe_agents
+    dist, values = net.apply(params[env_id], jnp.array(obs)[:, None])
     probs = jax.nn.softmax(dist.logits)
     chosen = np.asarray(probs)[np.arange(len(obs)), best_action]
     assert (chosen > 0.9).all(), probs

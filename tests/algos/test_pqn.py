@@ -2,6 +2,7 @@
 and learning CartPole (run alone with ``pytest -m learning``)."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -11,8 +12,9 @@ import pytest
 import purerl
 from purerl import envs
 from purerl.algos.pqn import PQNConfig, make_pqn
-from purerl.loop import train
+from purerl.envs.probes import PROBES
 from purerl.nets import make_q_network
+from tests.helpers import train_probes
 
 PROBE_CFG = PQNConfig(
     num_envs=16,
@@ -29,29 +31,33 @@ PROBE_CFG = PQNConfig(
 )
 
 
-def trained_q(env_id, **changes):
-    cfg = dataclasses.replace(PROBE_CFG, env=env_id, **changes)
-    env = envs.make(env_id, cfg.num_envs)
-    result = train(make_pqn(cfg, env), cfg)
-    params = jax.tree.map(lambda x: x[0], result.agents.state.params)
+@functools.cache
+def probe_q(q_lambda: float) -> dict:
+    """PQN trained on all five probes in one program: ``{env_id: obs -> Q-values}``."""
+    cfg = dataclasses.replace(PROBE_CFG, q_lambda=q_lambda)
+    env, params = train_probes(make_pqn, cfg, list(PROBES))
     net = make_q_network(env.spec, cfg.hidden_sizes, cfg.activation, layer_norm=cfg.layer_norm)
-    return lambda obs: np.asarray(net.apply(params, jnp.array(obs, jnp.float32)[:, None]))
+    return {
+        e: lambda obs, p=p: np.asarray(net.apply(p, jnp.array(obs, jnp.float32)[:, None]))
+        for e, p in params.items()
+    }
 
 
 @pytest.mark.learning
 @pytest.mark.parametrize(
-    "env_id, changes, obs, expected_q",
+    "env_id, q_lambda, obs, expected_q",
     [
-        # Discounting through the lambda-returns: Q(0) = gamma * 1, Q(1) = 1 (gamma 0.5).
-        ("ProbeTwoStep-v0", {"q_lambda": 0.65}, [0.0, 1.0], [[0.5], [1.0]]),
+        # Discounting through the lambda-returns: Q(0) = gamma * 1, Q(1) = 1 (gamma 0.5), for
+        # either action (the choice does not matter on this probe).
+        ("ProbeTwoStep-v0", 0.65, [0.0, 1.0], [[0.5, 0.5], [1.0, 1.0]]),
         # Monte Carlo targets (lambda 1) reach the same values on a two-step episode.
-        ("ProbeTwoStep-v0", {"q_lambda": 1.0}, [0.0, 1.0], [[0.5], [1.0]]),
+        ("ProbeTwoStep-v0", 1.0, [0.0, 1.0], [[0.5, 0.5], [1.0, 1.0]]),
         # Action-dependent targets: the taken action's value is regressed, the other's too.
-        ("ProbeActionReward-v0", {}, [0.0], [[-1.0, 1.0]]),
+        ("ProbeActionReward-v0", 0.65, [0.0], [[-1.0, 1.0]]),
     ],
 )
-def test_probe_q_values(env_id, changes, obs, expected_q):
-    np.testing.assert_allclose(trained_q(env_id, **changes)(obs), expected_q, atol=0.15)
+def test_probe_q_values(env_id, q_lambda, obs, expected_q):
+    np.testing.assert_allclose(probe_q(q_lambda)[env_id](obs), expected_q, atol=0.15)
 
 
 def test_the_q_network_normalises_its_layers_and_rejects_continuous_actions():

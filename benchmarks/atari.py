@@ -9,6 +9,8 @@ median of ``--repeats`` calls, alternating the rows call by call):
   classic way and the ceiling for any learner.
 - ``envpool xla``: the same through EnvPool's XLA step inside a jitted ``lax.scan``, as purerl
   steps it, with random actions drawn in JAX.
+- ``envpool callback``: the same scan stepping EnvPool's ordinary ``step`` through a JAX host
+  callback (``--env-options step_mode=callback``, the path taken where the XLA step fails).
 - ``rollout``: PPO's acting loop alone: Nature-CNN policy forward and EnvPool step per step.
 - ``ppo update``: whole PPO updates (rollout, critic pass, GAE, epochs x minibatches of SGD).
 
@@ -64,7 +66,10 @@ def main(args: AtariBenchArgs) -> None:
     state = jax.tree.map(lambda x: x[0], agents.state)
     num_actions = env.spec.action_space.num_actions
 
-    def random_steps(env_state, key):
+    callback_env = envs.make(cfg.env, cfg.num_envs, seed=cfg.seed, step_mode="callback")
+    callback_state, _ = jax.jit(callback_env.reset)(jax.random.key(cfg.seed), None)
+
+    def random_steps(env_state, key, env=env):
         def body(env_state, key):
             action = jax.random.randint(key, (cfg.num_envs,), 0, num_actions, jnp.int32)
             env_state, out = env.step(key, env_state, action, None)
@@ -88,13 +93,19 @@ def main(args: AtariBenchArgs) -> None:
     compiled, compile_s = {}, {}
     for name, fn, first in [
         ("envpool xla", random_steps, state.env_state),
+        ("envpool callback", functools.partial(random_steps, env=callback_env), callback_state),
         ("rollout", rollout, state),
         ("ppo update", updates, state),
     ]:
         start = time.perf_counter()
         compiled[name] = jax.jit(fn).lower(first, jax.random.key(0)).compile()
         compile_s[name] = time.perf_counter() - start
-    inputs = {"envpool xla": state.env_state, "rollout": state, "ppo update": state}
+    inputs = {
+        "envpool xla": state.env_state,
+        "envpool callback": callback_state,
+        "rollout": state,
+        "ppo update": state,
+    }
 
     rng = np.random.default_rng(0)
 

@@ -127,10 +127,11 @@ def describe(algo_name: str, cfg) -> str:
 
 def main(args: BenchArgs) -> None:
     cfg = bench_config(args)
-    for peer in args.peers:
+    chosen = [peer for peer in args.peers if peer != "none"]
+    for peer in chosen:
         if peer not in PEERS or args.algo not in PEERS[peer]:
             raise SystemExit(f"error: no {peer} peer for {args.algo}; peers: {', '.join(PEERS)}")
-    if "rejax" in args.peers and not peers.rejax_available():
+    if "rejax" in chosen and not peers.rejax_available():
         raise SystemExit("error: --peers rejax needs rejax (pip install rejax)")
     print(
         f"# {describe(args.algo, cfg)}, {cfg.num_updates} updates per call\n"
@@ -145,7 +146,7 @@ def main(args: BenchArgs) -> None:
     for num_seeds in args.seeds:
         runners, compiles = {}, {}
         runners["purerl"], compiles["purerl"] = purerl_runner(args.algo, cfg, num_seeds)
-        for peer in args.peers:
+        for peer in chosen:
             runners[peer], compiles[peer] = peer_runner(peer, args.algo, cfg, num_seeds)
         times = measure(runners, args.repeats)
         for name in runners:

@@ -41,7 +41,8 @@ from purerl.types import Array, Key, Metrics, PyTree
 
 @dataclasses.dataclass(frozen=True)
 class PQNConfig(CommonConfig):
-    """PQN hyperparameters; defaults are the CartPole-v1 preset."""
+    """PQN hyperparameters; defaults are CleanRL's classic-control settings (the presets in
+    ``purerl/presets/pqn.py`` start from them)."""
 
     num_envs: int = 4
     """Parallel environments per agent."""

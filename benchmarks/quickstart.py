@@ -19,7 +19,6 @@ Three tables, for ``purerl train ppo`` on its default configuration (CartPole-v1
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import statistics
 import subprocess
@@ -31,7 +30,7 @@ from pathlib import Path
 import jax
 import tyro
 
-from purerl import algos, envs, loop, session
+from purerl import algos, envs, loop, rundir, session
 from purerl.runtime import configure_jax
 
 
@@ -136,10 +135,10 @@ def cache_table(env_id: str) -> None:
                 check=True, capture_output=True, env=env,
             )  # fmt: skip
             process_s = time.perf_counter() - start
-            summary = json.loads((run_dir / "summary.json").read_text())
+            summary = rundir.read_summary(run_dir)
             print(
-                f"| {name} | {summary['compile_time_s']:.2f} | {process_s:.1f} "
-                f"(process) | {summary['steps_per_second']:,.0f} |",
+                f"| {name} | {summary.compile_time_s:.2f} | {process_s:.1f} "
+                f"(process) | {summary.steps_per_second:,.0f} |",
                 flush=True,
             )
 

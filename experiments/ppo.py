@@ -4,10 +4,7 @@ The same command as ``purerl train ppo`` (every flag, preset and exit code), kep
 checkouts without the console script. ``--help`` lists the flags.
 """
 
-import sys
-
-from purerl.cli import guarded
-from purerl.cli.train import train_algo
+from purerl.cli import run_script
 
 if __name__ == "__main__":
-    sys.exit(guarded(lambda: train_algo("ppo", sys.argv[1:], f"python {sys.argv[0]}")))
+    run_script("purerl.cli.train", "train_algo", "ppo")

@@ -1,9 +1,6 @@
 """``purerl search`` as a script: ``python experiments/search.py --help`` lists its flags."""
 
-import sys
-
-from purerl.cli import guarded
-from purerl.cli.search import main
+from purerl.cli import run_script
 
 if __name__ == "__main__":
-    sys.exit(guarded(lambda: main(sys.argv[1:], f"python {sys.argv[0]}")))
+    run_script("purerl.cli.search", "main")

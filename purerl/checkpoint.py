@@ -169,9 +169,12 @@ class Checkpointer:
         self.last_saved = updates_done
 
     def close(self) -> None:
-        """Waits for pending saves to finish."""
-        self.manager.wait_until_finished()
-        self.manager.close()
+        """Waits for pending saves to finish (raising what a failed one raised) and stops the
+        manager's background threads either way."""
+        try:
+            self.manager.wait_until_finished()
+        finally:
+            self.manager.close()
 
 
 def available_steps(run_dir: Path) -> list[int]:
@@ -306,12 +309,54 @@ def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any
 
 
 def _unreadable(step: int, where: str, err: Exception) -> UnreadableCheckpointError:
-    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    reason = reason[:200]
+    reason = plain_reason(err)
     return UnreadableCheckpointError(
         step,
         f"{where} cannot be read ({reason}); it may be corrupted or from another version",
         reason,
+    )
+
+
+def plain_reason(err: BaseException) -> str:
+    """Why a checkpoint could not be read, in words (orbax and tensorstore raise many types,
+    with messages about their internals)."""
+    import json
+
+    chain = []
+    while err is not None and len(chain) < 8:
+        chain.append(err)
+        err = err.__cause__ or err.__context__
+    if any(isinstance(e, json.JSONDecodeError) for e in chain):
+        return "its record file is not valid JSON (cut short or overwritten?)"
+    if any(isinstance(e, FileNotFoundError) for e in chain):
+        return "some of its files are missing"
+    first = str(chain[0]).strip().splitlines()
+    return (first[0] if first else type(chain[0]).__name__)[:200]
+
+
+def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: dict[str, Any]):
+    """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) for reading.
+
+    A run still training deletes old checkpoints as it saves new ones, possibly while one is
+    being read; ``latest`` and ``best`` then look again, and an explicit step says it is gone.
+
+    Returns:
+        ``(step, snapshot)``.
+    """
+    for _ in range(3):
+        step = resolve_step(run_dir, which)
+        try:
+            return step, restore(run_dir, step, fresh_agents, expected)
+        except UnreadableCheckpointError:
+            if (checkpoint_dir(run_dir) / str(step)).exists():
+                raise
+            if which not in ("latest", "best"):
+                raise CheckpointError(
+                    f"checkpoint {step} of {run_dir} was deleted while it was read (the run is "
+                    "still training and keeps only its newest checkpoints); choose latest"
+                ) from None
+    raise CheckpointError(
+        f"the checkpoints of {run_dir} kept being replaced while they were read; try again"
     )
 
 

@@ -32,6 +32,9 @@ def moving_average(values: np.ndarray, window: int) -> np.ndarray:
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
     values = np.asarray(values, np.float64)
+    # A window longer than the series averages all of it; clamping keeps the index arithmetic
+    # below in range for any window a user types.
+    window = min(window, max(values.shape[-1], 1))
     finite = np.isfinite(values)
     pad = [(0, 0)] * (values.ndim - 1) + [(1, 0)]
     sums = np.pad(np.cumsum(np.where(finite, values, 0.0), axis=-1), pad)

@@ -48,10 +48,9 @@ def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
     spec = algos.get(record.algo)
     cfg = record.make_config(spec.config_cls, run_dir)
     algo = spec.build(cfg, envs.from_config(cfg))
-    step = checkpoint.resolve_step(run_dir, which)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
     identity = {"algo": spec.name, "config": checkpoint.config_dict(cfg)}
-    snapshot = checkpoint.restore(run_dir, step, fresh, identity)
+    step, snapshot = checkpoint.restore_named(run_dir, which, fresh, identity)
     return LoadedRun(spec, cfg, algo, snapshot.agents, step)
 
 

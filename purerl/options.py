@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from purerl.config import ConfigError, flag
+from purerl.config import MAX_UPDATES, ConfigError, flag
 
 DeviceChoice = Literal["auto", "cpu", "gpu"] | int
 ParallelMode = Literal["seeds", "data"]
@@ -78,23 +78,15 @@ class RunOptions:
     """This process's index, for --distributed."""
 
     def __post_init__(self):
-        at_least = {
-            "updates_per_chunk": 1,
-            "checkpoint_every": 1,
-            "keep_checkpoints": 1,
-            "keep_best": 0,
-            "plot_window": 1,
-            "num_devices": 1,
-            "num_processes": 1,
-            "process_id": 0,
-        }
-        for name, low in at_least.items():
+        for name, (low, high) in BOUNDS.items():
             value = getattr(self, name)
-            if value is not None and value < low:
-                raise ConfigError(f"{flag(name)} must be at least {low}, got {value}")
-        if not (math.isfinite(self.checkpoint_minutes) and self.checkpoint_minutes > 0):
+            if value is not None and not low <= value <= high:
+                raise ConfigError(f"{flag(name)} must lie in [{low}, {high:,}], got {value}")
+        minutes = self.checkpoint_minutes
+        if not (math.isfinite(minutes) and 0 < minutes <= MAX_CHECKPOINT_MINUTES):
             raise ConfigError(
-                f"--checkpoint-minutes must be a positive number, got {self.checkpoint_minutes}"
+                f"--checkpoint-minutes must be a positive number of at most "
+                f"{MAX_CHECKPOINT_MINUTES:,} (a year), got {minutes}"
             )
         if isinstance(self.device, int) and self.device < 0:
             raise ConfigError(
@@ -107,6 +99,24 @@ class RunOptions:
     def excluded_state(self) -> tuple[str, ...]:
         """Algorithm state fields the user chose to leave out of checkpoints."""
         return ()
+
+
+MAX_CHECKPOINTS_KEPT = 100_000
+"""More checkpoints than any disk holds for a run; the bound keeps the number meaningful."""
+MAX_PROCESSES = 1 << 16
+MAX_CHECKPOINT_MINUTES = 366 * 24 * 60
+
+BOUNDS = {
+    "updates_per_chunk": (1, MAX_UPDATES),
+    "checkpoint_every": (1, MAX_UPDATES),
+    "keep_checkpoints": (1, MAX_CHECKPOINTS_KEPT),
+    "keep_best": (0, MAX_CHECKPOINTS_KEPT),
+    "plot_window": (1, MAX_UPDATES),
+    "num_devices": (1, MAX_PROCESSES),
+    "num_processes": (1, MAX_PROCESSES),
+    "process_id": (0, MAX_PROCESSES - 1),
+}
+"""Inclusive ``(low, high)`` of the counting run options; checked before anything is made."""
 
 
 RESUMABLE = frozenset(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -168,6 +169,20 @@ def fetch(tree: Any) -> Any:
 
         return multihost_utils.process_allgather(tree, tiled=True)
     return jax.device_get(tree)
+
+
+def memory_capacity(device: jax.Device) -> int | None:
+    """Bytes of memory ``device`` can hold: its own memory on an accelerator, the host's
+    physical memory for a CPU device; None where neither is known."""
+    stats = device.memory_stats() or {}
+    if stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    if device.platform == "cpu":
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+    return None
 
 
 def memory_report(placement: Placement | None) -> dict[str, Any]:

@@ -71,15 +71,18 @@ def enable_compilation_cache(enabled: bool = True) -> Path | None:
 
 
 def quiet_libraries() -> None:
-    """Keeps library chatter off the terminal of a CLI: only errors from orbax's absl logger.
+    """Keeps library chatter off the terminal of a CLI.
 
-    Orbax logs routine warnings (such as opening a checkpoint directory read-only) through
-    Python logging; without a configured handler they would reach stderr, where a CLI's only
-    output should be its own messages.
+    Orbax logs through absl's Python logger: routine warnings (opening a checkpoint directory
+    read-only), and every failure of its background save and restore threads with a full
+    traceback, once per thread. The same failure is raised again in the calling thread, where
+    the command turns what the user can cause (a full disk, an unreadable checkpoint) into one
+    line and lets anything else end with its traceback; the logged copies would only bury that
+    line under hundreds of others.
     """
     import logging
 
-    logging.getLogger("absl").setLevel(logging.ERROR)
+    logging.getLogger("absl").setLevel(logging.CRITICAL)
 
 
 def initialize_distributed(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import logging
 import shutil
 import signal
 import sys
@@ -67,6 +66,8 @@ class Setup:
     """What a checkpoint must carry to be this run's: algorithm, configuration, device layout."""
     transient: tuple[str, ...]
     """State fields checkpoints leave out."""
+    state_bytes: dict[str, int]
+    """Bytes of one seed's state, by state field (as ``init`` builds it)."""
 
     @property
     def cfg(self) -> Any:
@@ -129,8 +130,10 @@ def prepare(request: TrainRequest) -> Setup:
             "(--num-devices 1), several seeds share its pool"
         )
     algo = spec.build(cfg, env, axis_name=placement.axis_name if placement else None)
-    # Field names only: traced without the device axis, which exists only inside shard_map.
-    state_fields = jax.eval_shape(spec.build(cfg, env).init, jax.random.key(0))._fields
+    # Shapes only: traced without the device axis, which exists only inside shard_map.
+    shapes = jax.eval_shape(spec.build(cfg, env).init, jax.random.key(0))
+    state_bytes = {name: tree_bytes(getattr(shapes, name)) for name in shapes._fields}
+    check_memory(cfg, devices[0], placement, state_bytes)
     if options.tensorboard:
         import_extra("tensorboardX", "'purerl[tensorboard]'", "--tensorboard")
     if options.wandb_project:
@@ -138,8 +141,42 @@ def prepare(request: TrainRequest) -> Setup:
     layout = {"mode": placement.mode, "devices": placement.num_devices} if placement else None
     identity = {"algo": spec.name, "config": checkpoint.config_dict(cfg), "placement": layout}
     transient = () if env.pure else ("env_state", "obs")
-    transient += tuple(f for f in options.excluded_state() if f in state_fields)
-    return Setup(request, env, algo, devices, placement, identity, transient)
+    transient += tuple(f for f in options.excluded_state() if f in state_bytes)
+    return Setup(request, env, algo, devices, placement, identity, transient, state_bytes)
+
+
+def tree_bytes(tree: Any) -> int:
+    return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))
+
+
+def format_bytes(count: float) -> str:
+    """``1536`` -> ``1.5 KiB``: sizes in messages, in the largest unit that keeps them >= 1."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024 or unit == "TiB":
+            return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
+        count /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_memory(
+    cfg: Any, device: Any, placement: parallel.Placement | None, state_bytes: dict[str, int]
+) -> None:
+    """Refuses a run whose agents' state alone cannot fit in its device's memory (training
+    needs more on top: rollouts, activations, gradients)."""
+    capacity = parallel.memory_capacity(device)
+    seeds = cfg.num_seeds
+    if placement is not None and placement.mode == "seeds":
+        seeds //= placement.num_devices
+    need = sum(state_bytes.values()) * seeds
+    if capacity is None or need <= capacity:
+        return
+    largest = max(state_bytes, key=state_bytes.get)
+    raise ConfigError(
+        f"the agents' state needs {format_bytes(need)} per device ({seeds} seed(s); its largest "
+        f"part, {largest}, is {format_bytes(state_bytes[largest])} a seed) but the "
+        f"{device.platform} device has {format_bytes(capacity)}; lower the flags that size "
+        f"{largest}, or --num-seeds"
+    )
 
 
 def describe(setup: Setup) -> str:
@@ -168,28 +205,43 @@ class Stopped(Exception):
 
 def run(request: TrainRequest, stop: StopOnSignal | None = None) -> Outcome:
     """Carries out a run: builds everything first (bad input fails before anything is
-    written), then creates or locks the run directory, trains and writes the summary."""
-    setup = prepare(request)
-    print(f"devices: {setup.placement.describe() if setup.placement else setup.devices[0]}")
-    if stop is not None and stop.signum is not None:
-        raise Stopped(stop.signum)
-    main = parallel.is_main_process()
-    spec, cfg = request.spec, request.cfg
-    with jax.default_device(None if setup.placement else setup.devices[0]):
-        if request.resume is None:
-            run_dir = Path(request.options.run_dir or rundir.default_run_dir(spec.name, cfg.env))
-            lock = open_new(setup, run_dir) if main else None
-        else:
-            run_dir = Path(request.resume)
-            if not run_dir.is_dir():
-                raise checkpoint.CheckpointError(f"run directory {run_dir} does not exist")
-            lock = rundir.RunLock(run_dir).acquire() if main else None
-        try:
+    written), then creates or locks the run directory, trains and writes the summary.
+
+    A resumed run is locked before the (slow) set-up, so a run another process is training is
+    refused at once; a distributed one only after joining, which must come first.
+    """
+    lock = None
+    if request.resume is not None and not request.options.distributed:
+        lock = lock_existing(Path(request.resume))
+    try:
+        setup = prepare(request)
+        print(f"devices: {setup.placement.describe() if setup.placement else setup.devices[0]}")
+        if stop is not None and stop.signum is not None:
+            raise Stopped(stop.signum)
+        main = parallel.is_main_process()
+        spec, cfg = request.spec, request.cfg
+        with jax.default_device(None if setup.placement else setup.devices[0]):
+            if request.resume is None:
+                run_dir = Path(
+                    request.options.run_dir or rundir.default_run_dir(spec.name, cfg.env)
+                )
+                lock = open_new(setup, run_dir) if main else None
+            else:
+                run_dir = Path(request.resume)
+                if lock is None and main:
+                    lock = lock_existing(run_dir)
             start = None if request.resume is None else restore(setup, run_dir, main)
             return train_and_finish(setup, run_dir, start, stop)
-        finally:
-            if lock is not None:
-                lock.release()
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def lock_existing(run_dir: Path) -> rundir.RunLock:
+    """Locks the run directory a resume continues (raises if it is missing or locked)."""
+    if not run_dir.is_dir():
+        raise checkpoint.CheckpointError(f"run directory {run_dir} does not exist")
+    return rundir.RunLock(run_dir).acquire()
 
 
 def open_new(setup: Setup, run_dir: Path) -> rundir.RunLock:
@@ -283,6 +335,8 @@ def train_and_finish(
     )
     progress = next((s for s in sinks if isinstance(s, ProgressSink)), None)
     stream = progress.on_stream if (progress is not None and options.stream) else None
+    if stop is not None:
+        stop.training = True
     try:
         result = train(
             setup.algo,
@@ -298,12 +352,18 @@ def train_and_finish(
         if saver is not None:
             saver.close()
             saver = None
-    except jax.errors.JaxRuntimeError as err:
-        if "RESOURCE_EXHAUSTED" in str(err) or "out of memory" in str(err).lower():
+    except Exception as err:
+        if saver is not None:
+            # Pending saves finish (or fail) first, so the message names what is on disk.
+            close_quietly(saver)
+            saver = None
+        if is_disk_full(err) or (isinstance(err, OSError) and err.errno in USER_ERRNOS):
+            raise disk_error(err, run_dir, setup) from err
+        if isinstance(err, jax.errors.JaxRuntimeError) and (
+            "RESOURCE_EXHAUSTED" in str(err) or "out of memory" in str(err).lower()
+        ):
             raise ConfigError(out_of_memory_message(cfg, setup.placement)) from err
         raise
-    except OSError as err:
-        raise disk_error(err, run_dir, saver, setup) from err
     finally:
         if saver is not None:
             close_quietly(saver)
@@ -333,30 +393,42 @@ def is_disk_full(err: BaseException | None) -> bool:
     return False
 
 
-def disk_error(err: OSError, run_dir: Path, saver: Any, setup: Setup) -> ConfigError:
-    """One line for a write that failed: where, why, and how to go on."""
-    kept = getattr(saver, "last_saved", None)
+USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS})
+"""Write failures the user can fix (space, quota, permissions): one line, not a traceback."""
+
+
+def disk_error(err: BaseException, run_dir: Path, setup: Setup) -> ConfigError:
+    """One line for a write that failed: where, why, and how to go on.
+
+    The checkpoint named as kept is the newest one complete on disk: a save that failed part
+    way leaves only orbax's temporary directory, which a resume ignores.
+    """
+    steps = checkpoint.available_steps(run_dir) if setup.options.checkpoints else []
     after = (
-        f"the last complete checkpoint (update {kept}) is kept"
-        if kept is not None
+        f"the last complete checkpoint (update {steps[-1]}) is kept"
+        if steps
         else "no checkpoint was completed"
     )
     how = setup.request.resume_hint(run_dir)
     if is_disk_full(err):
-        free = shutil.disk_usage(run_dir).free / 2**20
-        need = checkpoint_size_mib(setup)
+        free = shutil.disk_usage(run_dir).free
         return ConfigError(
-            f"no space left on the device of {run_dir} ({free:,.0f} MiB free, a checkpoint "
-            f"needs about {need:,.0f} MiB); {after}: free some space and continue with: {how}"
+            f"no space left on the device of {run_dir} ({format_bytes(free)} free, a checkpoint "
+            f"needs about {format_bytes(checkpoint_bytes(setup, run_dir, steps))}); {after}: "
+            f"free some space and continue with: {how}"
         )
-    return ConfigError(f"cannot write to {run_dir}: {err.strerror or err}; {after}")
+    reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+    return ConfigError(f"cannot write to {run_dir}: {reason}; {after}")
 
 
-def checkpoint_size_mib(setup: Setup) -> float:
-    cfg = setup.cfg
-    shapes = jax.eval_shape(setup.request.spec.build(cfg, setup.env).init, jax.random.key(0))
-    state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes))
-    return state_bytes * cfg.num_seeds / 2**20
+def checkpoint_bytes(setup: Setup, run_dir: Path, steps: list[int]) -> float:
+    """The space the newest complete checkpoint takes on disk (allocated blocks, which many
+    small files round up), else the state's size in memory."""
+    if steps:
+        directory = checkpoint.checkpoint_dir(run_dir) / str(steps[-1])
+        return sum(f.stat().st_blocks * 512 for f in directory.rglob("*") if f.is_file())
+    saved = {k: v for k, v in setup.state_bytes.items() if k not in setup.transient}
+    return sum(saved.values()) * setup.cfg.num_seeds
 
 
 def out_of_memory_message(cfg: Any, placement: parallel.Placement | None) -> str:
@@ -478,6 +550,8 @@ class StopOnSignal:
     def __init__(self):
         self.signum: int | None = None
         self.previous: dict[int, Any] = {}
+        self.training = False
+        """Set once training has started: a stop then saves a checkpoint first."""
 
     def __enter__(self) -> StopOnSignal:
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -490,14 +564,15 @@ class StopOnSignal:
 
     def handle(self, signum: int, frame: Any) -> None:
         if self.signum is not None and signum == signal.SIGINT:
-            # The abort unwinds through library code (orbax waiting for a save) that would log
-            # it with a traceback; the command's one line says what happened.
-            logging.getLogger("absl").setLevel(logging.CRITICAL)
             raise KeyboardInterrupt
         self.signum = signum
+        what = (
+            "saving a checkpoint after the current chunk"
+            if self.training
+            else "stopping before training starts"
+        )
         print(
-            f"\n{signal.Signals(signum).name}: saving a checkpoint after the current chunk "
-            "(Ctrl-C again aborts without saving)",
+            f"\n{signal.Signals(signum).name}: {what} (Ctrl-C again aborts at once)",
             file=sys.stderr,
             flush=True,
         )

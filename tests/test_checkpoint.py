@@ -40,10 +40,9 @@ def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options
     return session.run(request, stop)
 
 
-@pytest.mark.parametrize(
-    "name, cfg", [("ppo", PPO), ("dqn", dataclasses.replace(DQN, num_seeds=2))]
-)
-def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, name, cfg):
+@pytest.mark.parametrize("name", algos.names())
+def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, name):
+    cfg = dataclasses.replace(algos.get(name).smoke, num_seeds=2)
     whole = run(name, cfg, tmp_path / "whole")
     stopped = run(name, cfg, tmp_path / "cut", stop=StopAfter(3))
     assert stopped.result.interrupted and stopped.summary.num_updates == 3
@@ -132,6 +131,9 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
     assert moved.name.startswith("4-") and tree_digest(moved) == damaged
     (resume,) = [json.loads(line) for line in (cut / "resumes.jsonl").read_text().splitlines()]
     assert resume["from_update"] == 3 and resume["skipped_checkpoints"][0]["update"] == 4
+    # In words, not the JSON parser's "Expecting value: line 1 column 1".
+    reason = resume["skipped_checkpoints"][0]["reason"]
+    assert reason.startswith("its record file is not valid JSON"), reason
 
 
 def test_a_garbage_folder_named_like_a_step_is_skipped_and_kept(tmp_path):
@@ -196,7 +198,7 @@ def test_a_full_disk_stops_with_one_message_and_the_run_resumes_once_space_is_ba
     with pytest.raises(Exception) as err:
         run("ppo", PPO, tmp_path / "cut", checkpoint_every=1)
     message = str(err.value)
-    assert "no space left on the device of" in message and "MiB free" in message
+    assert "no space left on the device of" in message and "iB free" in message
     assert "the last complete checkpoint (update 2) is kept" in message
     monkeypatch.setattr(checkpoint.Checkpointer, "save", real_save)
     assert checkpoint.available_steps(tmp_path / "cut") == [1, 2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from purerl import rundir
+from purerl import algos, rundir
 from tests.helpers import TINY_ARGS, one_error_line, run_cli, tree_digest
 
 DQN_TINY = [
@@ -73,11 +73,14 @@ def test_default_run_dir_goes_under_runs(tmp_path, monkeypatch):
         (["--activation", "swishh"], "Expected one of ('tanh', 'relu', 'gelu', 'swish')"),
         (["--parallel", "foo"], "Expected one of ('seeds', 'data')"),
         (["--device", "tpu"], "--device"),
-        (["--updates-per-chunk", "-1"], "--updates-per-chunk must be at least 1"),
-        (["--keep-checkpoints", "-1"], "--keep-checkpoints must be at least 1"),
-        (["--checkpoint-every", "0"], "--checkpoint-every must be at least 1"),
+        (["--updates-per-chunk", "-1"], "--updates-per-chunk must lie in [1, 2,147,483,647]"),
+        (["--keep-checkpoints", "-1"], "--keep-checkpoints must lie in [1, 100,000]"),
+        (["--keep-checkpoints", str(10**9)], "--keep-checkpoints must lie in [1, 100,000]"),
+        (["--checkpoint-every", "0"], "--checkpoint-every must lie in [1, "),
         (["--checkpoint-minutes", "0"], "--checkpoint-minutes must be a positive number"),
-        (["--plot-window", "0"], "--plot-window must be at least 1"),
+        (["--checkpoint-minutes", "1e9"], "--checkpoint-minutes must be a positive number"),
+        (["--plot-window", "0"], "--plot-window must lie in [1, "),
+        (["--plot-window", str(10**20)], "--plot-window must lie in [1, "),
         (["--hidden-sizes", "0"], "--hidden-sizes must be 1 to 64 widths"),
         (["--seed", "-1"], "--seed must lie in"),
         (["--lr"], "Missing value for argument '--lr'"),
@@ -92,6 +95,14 @@ def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, args, me
     run_dir = tmp_path / "run"
     result = run_cli("train", "ppo", *TINY_ARGS, *args, "--run-dir", run_dir)
     one_error_line(result, message)
+    assert not run_dir.exists()
+
+
+def test_a_state_too_big_for_memory_is_refused_before_anything_is_made(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_cli("train", "dqn", "--buffer-size", str(10**12), "--run-dir", run_dir)
+    one_error_line(result, "the agents' state needs 38.2 TiB per device")
+    assert "its largest part, buffer," in result.stderr and "--num-seeds" in result.stderr
     assert not run_dir.exists()
 
 
@@ -152,6 +163,20 @@ def test_help_lists_flags_choices_and_the_preset_it_starts_from():
     assert "(default: None)" not in text  # one default per flag, in words where None stands in
     assert "--checkpoint-buffer" not in text  # a DQN run option: only under dqn
     assert "--checkpoint-buffer" in run_cli("train", "dqn", "--help").stdout
+
+
+@pytest.mark.parametrize("name", algos.names())
+def test_without_env_the_default_environments_preset_applies(name):
+    # The help header names the preset a bare `purerl train <algo>` starts from; the run and
+    # purerl.train(name) must start from that same configuration.
+    spec = algos.get(name)
+    default_env = spec.config_cls().env
+    assert spec.base_config() == spec.base_config(default_env)
+    if default_env in spec.presets:
+        assert f"Defaults: preset {default_env}." in run_cli("train", name, "--help").stdout
+        dry = run_cli("train", name, "--dry-run")
+        preset = spec.presets[default_env]
+        assert f"in {preset.num_updates} updates" in dry.stdout, dry.stdout
 
 
 def test_tiny_dqn_run_writes_config_metrics_and_summary(tmp_path):

@@ -13,7 +13,29 @@ from purerl import algos
 from tests.helpers import run_cli
 
 SKIPPED = {"env", "env_options", "run_dir", "wandb_project", "coordinator_address"}
-"""Strings with no numeric or choice meaning (the environment id has its own tests)."""
+"""Strings with no numeric or choice meaning (the environment id has its own tests);
+``env_options`` gets its own strategy below."""
+
+ENV_OPTIONS = st.lists(
+    st.builds(
+        "{}={}".format,
+        st.sampled_from(["max_steps_in_episode", "gravity", "length", "nonsense", ""]),
+        st.sampled_from(["200", "-1", "0", "2.5", "1e30", "abc", "True", "", "[1]"]),
+    ),
+    min_size=1,
+    max_size=2,
+)
+"""CartPole-v1 parameters (the default environment) and other keys, with odd values."""
+
+
+def source_flags(name: str) -> st.SearchStrategy:
+    """The flags that choose where a configuration starts: presets and --resume-from."""
+    presets = sorted(algos.get(name).presets)[:5]
+    return st.one_of(
+        st.builds(lambda p: ["--preset", p], st.sampled_from([*presets, "NoSuch", ""])),
+        st.builds(lambda n: ["--resume-from", str(n)], st.integers(-2, 10**12)),
+        st.builds(lambda opts: ["--env-options", *opts], ENV_OPTIONS),
+    )
 
 
 def fuzzable_fields(name: str) -> dict[str, typing.Any]:
@@ -62,6 +84,8 @@ def flag_sets(draw, name: str):
         value = draw(values_for(fields[field]))
         values = value if isinstance(value, list) else [str(value)]
         argv += ["--" + field.replace("_", "-"), *values]
+    if draw(st.booleans()):
+        argv += draw(source_flags(name))
     return argv
 
 

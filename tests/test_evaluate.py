@@ -80,3 +80,43 @@ def test_cartpole_frames_follow_the_pole():
     inner = state.inner.replace(theta=state.inner.theta + 0.5)
     leaning = render_frame(env, state._replace(inner=inner), env.default_params)
     assert not np.array_equal(upright, leaning)
+
+
+def vanishing_restore(monkeypatch, step_to_delete):
+    """``checkpoint.restore`` as if a live run deleted ``step_to_delete`` mid-read (its
+    checkpoint rotation): the directory goes and the first read of it fails."""
+    import shutil
+
+    from purerl import checkpoint
+
+    real = checkpoint.restore
+
+    def restore(run_dir, step, *args, **kwargs):
+        if step == step_to_delete:
+            shutil.rmtree(checkpoint.checkpoint_dir(run_dir) / str(step))
+            raise checkpoint.UnreadableCheckpointError(step, "gone", "gone")
+        return real(run_dir, step, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "restore", restore)
+
+
+def test_reading_latest_while_a_live_run_deletes_it_takes_the_next_newest(
+    tiny_run, tmp_path, monkeypatch
+):
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run, run_dir)
+    vanishing_restore(monkeypatch, 6)
+    assert load_run(run_dir, "latest").step == 5
+
+
+def test_reading_a_named_step_a_live_run_deleted_says_so(tiny_run, tmp_path, monkeypatch):
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run, run_dir)
+    vanishing_restore(monkeypatch, 4)
+    result = run_cli("eval", run_dir, "--checkpoint", "4")
+    one_error_line(result, "checkpoint 4 of")
+    assert "was deleted while it was read" in result.stderr

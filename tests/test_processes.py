@@ -3,6 +3,7 @@ their locks."""
 
 import json
 import runpy
+import shutil
 import signal
 import subprocess
 import sys
@@ -144,3 +145,83 @@ def test_a_killed_run_is_locked_while_alive_and_resumes_exactly_after_sigkill(tm
     whole = run_cli("train", "ppo", *short, "--run-dir", tmp_path / "whole", "--no-progress")
     assert whole.code == 0, whole.stderr
     assert metric_rows(run_dir) == metric_rows(tmp_path / "whole")
+
+
+def can_mount_tmpfs() -> bool:
+    """Whether this machine lets a process mount a tmpfs in its own mount namespace."""
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+        capture_output=True,
+    )
+    return probe.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not can_mount_tmpfs(), reason="needs unshare and a tmpfs mount (Linux)")
+def test_a_really_full_disk_stops_with_one_line_and_resumes_once_space_is_back(tiny_run, tmp_path):
+    # A 2 MiB tmpfs, most of it taken by a filler file: orbax's background writes hit ENOSPC
+    # part way through a checkpoint. The run must end with one line naming the last complete
+    # checkpoint; with the filler removed, the resumed run ends exactly as tiny_run did.
+    mount, out = tmp_path / "small", tmp_path / "out"
+    mount.mkdir()
+    out.mkdir()
+    run_dir = mount / "run"
+    flags = " ".join(TINY_ARGS)
+    purerl = f"{sys.executable} -m purerl"
+    script = f"""
+mount -t tmpfs -o size=2m tmpfs {mount}
+head -c 1500k /dev/zero > {mount}/filler
+cd {ROOT}
+{purerl} train ppo {flags} --num-seeds 2 --run-dir {run_dir} --checkpoint-every 1 \
+    --keep-checkpoints 10 --updates-per-chunk 1 > {out}/out1 2> {out}/err1
+echo $? > {out}/rc1
+ls {run_dir}/checkpoints > {out}/checkpoints
+rm {mount}/filler
+{purerl} train --resume {run_dir} > {out}/out2 2> {out}/err2
+echo $? > {out}/rc2
+cp {run_dir}/metrics.jsonl {out}/metrics.jsonl
+"""
+    subprocess.run(["unshare", "-rm", "sh", "-c", script], check=True, timeout=600)
+    read = lambda name: (out / name).read_text()  # noqa: E731
+    assert read("rc1").strip() == "2", read("err1")
+    (line,) = read("err1").strip().splitlines()
+    complete = sorted(int(n) for n in read("checkpoints").split() if n.isdigit())
+    assert complete and any(".orbax-checkpoint-tmp" in n for n in read("checkpoints").split())
+    assert line.startswith(f"error: no space left on the device of {run_dir} (")
+    assert f"the last complete checkpoint (update {complete[-1]}) is kept" in line
+    assert f"purerl train ppo --resume {run_dir}" in line
+    assert read("rc2").strip() == "0", read("err2")
+    assert f"resuming at update {complete[-1]}" in read("out2")
+    assert metric_rows(out) == metric_rows(tiny_run)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.3, 2.5])
+def test_ctrl_c_while_starting_ends_in_one_line_and_writes_nothing(tmp_path, delay):
+    # Early (libraries loading) or later (environment and programs being built): either way
+    # one error line, exit 130, and no run directory.
+    run_dir = tmp_path / "run"
+    proc = start("train", "ppo", *TINY_ARGS, "--run-dir", run_dir)
+    time.sleep(delay)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "nothing was written" in errors[0], stderr
+    assert not run_dir.exists()
+
+
+def test_an_interrupt_while_libraries_load_is_one_line(monkeypatch, capsys):
+    from purerl import runtime
+    from purerl.cli import guarded
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runtime, "configure_jax", interrupted)
+    assert guarded(lambda: 0, owns_process=False) == 130
+    assert capsys.readouterr().err == "error: interrupted while starting; nothing was written\n"

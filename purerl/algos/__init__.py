@@ -86,7 +86,8 @@ class AlgoSpec:
 
     def base_config(self, env_id: str | None = None, preset: str | None = None) -> Any:
         """The configuration flags apply to: a named preset, the preset of ``env_id``, or the
-        defaults with ``env_id`` (the defaults alone when both are None).
+        defaults with ``env_id``. Without either, ``env_id`` is the default configuration's
+        environment, so its preset applies as it would with ``--env`` given.
 
         Raises:
             ConfigError: ``preset`` names no preset of this algorithm.
@@ -98,9 +99,9 @@ class AlgoSpec:
                     f"unknown preset {preset!r} for {self.name}; presets: {preset_names(presets)}"
                 )
             return presets[preset]
-        if env_id is None:
-            return self.config_cls()
-        return presets.get(env_id) or dataclasses.replace(self.config_cls(), env=env_id)
+        defaults = self.config_cls()
+        env_id = defaults.env if env_id is None else env_id
+        return presets.get(env_id) or dataclasses.replace(defaults, env=env_id)
 
 
 def preset_names(presets: Mapping[str, Any]) -> str:

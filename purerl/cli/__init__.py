@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("purerl.cli.train", "train an agent (purerl train <algorithm> --help)"),
@@ -66,8 +67,65 @@ def dispatch(argv: Sequence[str], prog: str) -> int:
         raise UsageError(
             f"unknown command {name!r}; choose one of {', '.join(COMMANDS)} (see {prog} --help)"
         )
-    module = importlib.import_module(COMMANDS[name][0])
-    return module.main(list(argv[1:]), f"{prog} {name}")
+    return load(COMMANDS[name][0]).main(list(argv[1:]), f"{prog} {name}")
+
+
+class StartupInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a command was still loading: nothing has been written yet."""
+
+
+class Startup:
+    """Holds Ctrl-C while a command loads its libraries, then acts on it.
+
+    An interrupt raised in the middle of an import can surface as anything (a failed C
+    extension, an exception "ignored" in a garbage-collection callback while the command runs
+    on), so while the process starts the signal is only recorded, and turned into a
+    ``StartupInterrupted`` once loading is over. A second Ctrl-C ends the process at once.
+    """
+
+    def __init__(self):
+        self.signum: int | None = None
+        self.previous: Any = None
+
+    def begin(self) -> None:
+        self.previous = signal.signal(signal.SIGINT, self.handle)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:
+            abort(STARTUP_MESSAGE, owns_process=True)
+        self.signum = signum
+
+    def end_quietly(self) -> None:
+        """Restores the handler if a command never loaded a module (help, usage errors)."""
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+        self.signum = None
+
+    def end(self) -> None:
+        """Restores the handler; raises ``StartupInterrupted`` if Ctrl-C came meanwhile."""
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+        if self.signum is not None:
+            self.signum = None
+            raise StartupInterrupted
+
+
+STARTUP = Startup()
+"""The start-up phase of the command this process runs (begun by ``guarded`` when it owns
+the process, ended by ``load`` once the command's module is in)."""
+
+
+def load(module: str):
+    """Imports a command's module (the slow part of starting: JAX and the libraries behind
+    it) and ends the start-up phase."""
+    try:
+        return importlib.import_module(module)
+    except KeyboardInterrupt:
+        raise StartupInterrupted from None
+    finally:
+        STARTUP.end()
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "purerl") -> int:
@@ -84,17 +142,23 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
 
     A second Ctrl-C aborts at once: when the command owns its process, the process ends right
     after the error line, before library threads caught mid-save can add their own noise on
-    the way out.
+    the way out. A Ctrl-C while the libraries are still loading ends the same way.
     """
-    from purerl.checkpoint import CheckpointError
-    from purerl.cli.parsing import HelpShown
-    from purerl.config import ConfigError
-    from purerl.loop import NonFiniteLossError
-    from purerl.runtime import configure_jax, quiet_libraries
-    from purerl.session import Stopped
+    if owns_process:
+        STARTUP.begin()
+    try:
+        from purerl.checkpoint import CheckpointError
+        from purerl.cli.parsing import HelpShown
+        from purerl.config import ConfigError
+        from purerl.loop import NonFiniteLossError
+        from purerl.runtime import configure_jax, quiet_libraries
+        from purerl.session import Stopped
 
-    configure_jax()
-    quiet_libraries()
+        configure_jax()
+        quiet_libraries()
+    except KeyboardInterrupt:
+        STARTUP.end_quietly()
+        return abort(STARTUP_MESSAGE, owns_process)
     try:
         return command()
     except HelpShown:
@@ -105,20 +169,43 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
         return fail(str(err), 1)
     except Stopped as err:
         return fail(str(err), 128 + err.signum)
+    except StartupInterrupted:
+        return abort(STARTUP_MESSAGE, owns_process)
     except KeyboardInterrupt:
-        code = fail(
-            "aborted by Ctrl-C; a run directory keeps its last complete checkpoint",
-            128 + signal.SIGINT,
+        return abort(
+            "aborted by Ctrl-C; a run directory keeps its last complete checkpoint", owns_process
         )
-        if owns_process:
-            sys.stdout.flush()
-            os._exit(code)
-        return code
     except OSError as err:
         if err.errno not in USER_ERRNOS:
             raise
         where = f" {err.filename}" if err.filename else ""
         return fail(f"cannot use{where}: {err.strerror}", 2)
+    finally:
+        STARTUP.end_quietly()
+
+
+STARTUP_MESSAGE = "interrupted while starting; nothing was written"
+
+
+def abort(message: str, owns_process: bool) -> int:
+    code = fail(message, 128 + signal.SIGINT)
+    if owns_process:
+        sys.stdout.flush()
+        os._exit(code)
+    return code
+
+
+def run_script(module: str, function: str, *leading: str) -> None:
+    """The body of an ``experiments/`` script: ``module.function(*leading, argv, prog)`` as a
+    guarded command, with ``prog`` the script's own name. ``module`` is imported inside the
+    guard, so a Ctrl-C while it loads still ends in one line."""
+    prog = f"python {sys.argv[0]}"
+
+    def command() -> int:
+        entry = getattr(load(module), function)
+        return entry(*leading, sys.argv[1:], prog)
+
+    sys.exit(guarded(command))
 
 
 def fail(message: str, code: int) -> int:

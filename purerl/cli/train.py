@@ -155,8 +155,8 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
 def train_algo(name: str, argv: Sequence[str], prog: str) -> int:
     """``purerl train <name> ARGV`` under the program name ``prog`` (which names the
     algorithm already: ``purerl train ppo``, or an ``experiments/`` script)."""
-    spec = algos.get(name)
     with StopOnSignal() as stop:
+        spec = algos.get(name)
         request, args = request_from(spec, argv, prog)
         if args.dry_run:
             print(describe_setup(prepare(request)))

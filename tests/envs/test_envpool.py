@@ -1,5 +1,6 @@
 """The EnvPool adapter: Atari protocol, game scores over whole games, seeds sharing one pool."""
 
+import dataclasses
 import sys
 
 import jax
@@ -7,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import envs
+from purerl import algos, envs
 
 envpool = pytest.importorskip(
     "envpool", reason="needs the atari extra: pip install 'purerl[atari]'"
@@ -143,14 +144,16 @@ def test_missing_envpool_names_the_extra(monkeypatch):
 
 
 @pytest.mark.slow
-def test_short_ppo_run_on_breakout_is_deterministic():
+@pytest.mark.parametrize("name", algos.names())
+def test_a_short_run_of_every_algorithm_on_breakout_is_deterministic(name):
     import purerl
 
+    smoke = algos.get(name).smoke
+    fields = {k: v for k, v in dataclasses.asdict(smoke).items() if k != "env"}
+    fields["total_timesteps"] = 3 * smoke.env_steps_per_update
+
     def run():
-        return purerl.train(
-            "ppo", env="Breakout-v5", num_envs=4, rollout_len=32, num_minibatches=2,
-            num_epochs=1, total_timesteps=4 * 32 * 3,
-        )  # fmt: skip
+        return purerl.train(name, env="Breakout-v5", **fields)
 
     first, second = run(), run()
     for a, b in zip(
@@ -159,8 +162,9 @@ def test_short_ppo_run_on_breakout_is_deterministic():
         strict=True,
     ):
         np.testing.assert_array_equal(a, b)
-    assert first.summary.total_frames == 4 * 32 * 3 * 4
-    assert np.isfinite(first.summary.steps_per_second)
+    assert first.summary.total_frames == first.summary.total_env_steps * 4 > 0
+    assert first.summary.num_updates == 3
+    assert np.isfinite(first.history["loss/total"][:, -1]).all()
 
 
 @pytest.mark.slow

@@ -14,7 +14,9 @@ resume) or a large replay buffer (``buffer``) is left out.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import math
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -145,6 +147,7 @@ class Checkpointer:
         """
         import orbax.checkpoint as ocp
 
+        self.require_space()
         tree = {
             "agents": _keys_to_data(_strip(agents, self.transient)),
             "history": {k: np.asarray(history[k], np.float32) for k in HISTORY_KEYS},
@@ -168,6 +171,27 @@ class Checkpointer:
         )
         self.last_saved = updates_done
 
+    def require_space(self) -> None:
+        """Refuses to start a save the disk cannot hold: with less free space than
+        ``SPACE_MARGIN`` times the newest checkpoint on disk.
+
+        A save that runs out of space part way fails in orbax's background threads, after the
+        run has moved on; checking first stops the run cleanly, with every complete
+        checkpoint intact.
+
+        Raises:
+            OSError: ``ENOSPC``, naming the checkpoint directory.
+        """
+        # The previous save must end first (orbax would wait for it too), so that the space it
+        # takes is counted; orbax names a checkpoint being written "<step>.orbax-checkpoint-tmp".
+        self.manager.wait_until_finished()
+        complete = [int(p.name) for p in self.directory.glob("*") if p.name.isdigit()]
+        if not complete:
+            return
+        need = SPACE_MARGIN * disk_bytes(self.directory / str(max(complete)))
+        if shutil.disk_usage(self.directory).free < need:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.directory))
+
     def close(self) -> None:
         """Waits for pending saves to finish (raising what a failed one raised) and stops the
         manager's background threads either way."""
@@ -175,6 +199,17 @@ class Checkpointer:
             self.manager.wait_until_finished()
         finally:
             self.manager.close()
+
+
+SPACE_MARGIN = 1.5
+"""Free space a save asks for, in sizes of the newest checkpoint (checkpoints of one run all
+have the same size)."""
+
+
+def disk_bytes(directory: Path) -> int:
+    """Space the files under ``directory`` take on disk (allocated blocks: many small files
+    round up)."""
+    return sum(f.stat().st_blocks * 512 for f in directory.rglob("*") if f.is_file())
 
 
 def available_steps(run_dir: Path) -> list[int]:

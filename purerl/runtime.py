@@ -83,6 +83,9 @@ def quiet_libraries() -> None:
     import logging
 
     logging.getLogger("absl").setLevel(logging.CRITICAL)
+    # Orbax saves through asyncio; a save that fails part way (a full disk) can leave tasks
+    # that asyncio reports on its own logger as the process ends.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 def initialize_distributed(

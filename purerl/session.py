@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
@@ -24,6 +22,14 @@ import numpy as np
 
 from purerl import checkpoint, envs, parallel, rundir
 from purerl.algos import Algo, AlgoSpec
+from purerl.capacity import (
+    USER_ERRNOS,
+    check_memory,
+    format_bytes,
+    is_disk_full,
+    out_of_memory_message,
+    tree_bytes,
+)
 from purerl.config import ConfigError, flag
 from purerl.envs.base import Environment
 from purerl.extras import import_extra
@@ -31,6 +37,7 @@ from purerl.logging import ProgressSink, Sink
 from purerl.loop import CheckpointPolicy, TrainResult, init_agents, train
 from purerl.options import RESUMABLE, RunOptions
 from purerl.runtime import initialize_distributed
+from purerl.signals import StopOnSignal, Stopped
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,40 +152,6 @@ def prepare(request: TrainRequest) -> Setup:
     return Setup(request, env, algo, devices, placement, identity, transient, state_bytes)
 
 
-def tree_bytes(tree: Any) -> int:
-    return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))
-
-
-def format_bytes(count: float) -> str:
-    """``1536`` -> ``1.5 KiB``: sizes in messages, in the largest unit that keeps them >= 1."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if count < 1024 or unit == "TiB":
-            return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
-        count /= 1024
-    raise AssertionError("unreachable")
-
-
-def check_memory(
-    cfg: Any, device: Any, placement: parallel.Placement | None, state_bytes: dict[str, int]
-) -> None:
-    """Refuses a run whose agents' state alone cannot fit in its device's memory (training
-    needs more on top: rollouts, activations, gradients)."""
-    capacity = parallel.memory_capacity(device)
-    seeds = cfg.num_seeds
-    if placement is not None and placement.mode == "seeds":
-        seeds //= placement.num_devices
-    need = sum(state_bytes.values()) * seeds
-    if capacity is None or need <= capacity:
-        return
-    largest = max(state_bytes, key=state_bytes.get)
-    raise ConfigError(
-        f"the agents' state needs {format_bytes(need)} per device ({seeds} seed(s); its largest "
-        f"part, {largest}, is {format_bytes(state_bytes[largest])} a seed) but the "
-        f"{device.platform} device has {format_bytes(capacity)}; lower the flags that size "
-        f"{largest}, or --num-seeds"
-    )
-
-
 def describe(setup: Setup) -> str:
     """What a run will do, in one line (``--dry-run`` prints it)."""
     cfg = setup.cfg
@@ -191,16 +164,6 @@ def describe(setup: Setup) -> str:
         f"{setup.request.spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {budget} in "
         f"{cfg.num_updates} updates, on {where}"
     )
-
-
-class Stopped(Exception):
-    """A signal arrived before training started; nothing was written."""
-
-    def __init__(self, signum: int):
-        super().__init__(
-            f"stopped by {signal.Signals(signum).name} before training started; nothing was written"
-        )
-        self.signum = signum
 
 
 def run(request: TrainRequest, stop: StopOnSignal | None = None) -> Outcome:
@@ -382,21 +345,6 @@ def close_quietly(saver: checkpoint.Checkpointer) -> None:
         saver.close()
 
 
-def is_disk_full(err: BaseException | None) -> bool:
-    """Whether ``err`` (or what caused it) is a full device or exceeded quota."""
-    while err is not None:
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if "No space left on device" in str(err):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
-
-
-USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS})
-"""Write failures the user can fix (space, quota, permissions): one line, not a traceback."""
-
-
 def disk_error(err: BaseException, run_dir: Path, setup: Setup) -> ConfigError:
     """One line for a write that failed: where, why, and how to go on.
 
@@ -425,19 +373,9 @@ def checkpoint_bytes(setup: Setup, run_dir: Path, steps: list[int]) -> float:
     """The space the newest complete checkpoint takes on disk (allocated blocks, which many
     small files round up), else the state's size in memory."""
     if steps:
-        directory = checkpoint.checkpoint_dir(run_dir) / str(steps[-1])
-        return sum(f.stat().st_blocks * 512 for f in directory.rglob("*") if f.is_file())
+        return checkpoint.disk_bytes(checkpoint.checkpoint_dir(run_dir) / str(steps[-1]))
     saved = {k: v for k, v in setup.state_bytes.items() if k not in setup.transient}
     return sum(saved.values()) * setup.cfg.num_seeds
-
-
-def out_of_memory_message(cfg: Any, placement: parallel.Placement | None) -> str:
-    devices = placement.num_devices if placement else 1
-    return (
-        f"the device ran out of memory ({cfg.num_seeds} seed(s) x {cfg.num_envs} envs on "
-        f"{devices} device(s)); lower --num-envs, --num-seeds or the minibatch size (raise "
-        "--num-minibatches), or spread the work over more devices with --num-devices"
-    )
 
 
 def make_sinks(setup: Setup, run_dir: Path, start: checkpoint.Snapshot | None) -> list[Sink]:
@@ -542,40 +480,3 @@ def final_line(summary: rundir.Summary, run_dir: Path) -> str:
         f"(compile {summary.compile_time_s:.1f} s, "
         f"{summary.steps_per_second:,.0f} steps/s) | {run_dir}"
     )
-
-
-class StopOnSignal:
-    """Turns the first SIGINT or SIGTERM into a stop request; a second SIGINT aborts at once."""
-
-    def __init__(self):
-        self.signum: int | None = None
-        self.previous: dict[int, Any] = {}
-        self.training = False
-        """Set once training has started: a stop then saves a checkpoint first."""
-
-    def __enter__(self) -> StopOnSignal:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self.previous[signum] = signal.signal(signum, self.handle)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
-
-    def handle(self, signum: int, frame: Any) -> None:
-        if self.signum is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.signum = signum
-        what = (
-            "saving a checkpoint after the current chunk"
-            if self.training
-            else "stopping before training starts"
-        )
-        print(
-            f"\n{signal.Signals(signum).name}: {what} (Ctrl-C again aborts at once)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def requested(self) -> bool:
-        return self.signum is not None

@@ -152,7 +152,7 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
         from purerl.config import ConfigError
         from purerl.loop import NonFiniteLossError
         from purerl.runtime import configure_jax, quiet_libraries
-        from purerl.session import Stopped
+        from purerl.signals import Stopped
 
         configure_jax()
         quiet_libraries()

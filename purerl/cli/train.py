@@ -24,9 +24,10 @@ from purerl.cli.parsing import UsageError, parse, peek
 from purerl.config import ConfigError, flag
 from purerl.options import hint
 from purerl.runtime import enable_compilation_cache
-from purerl.session import StopOnSignal, TrainRequest, merge_resume_options, prepare
+from purerl.session import TrainRequest, merge_resume_options, prepare
 from purerl.session import describe as describe_setup
 from purerl.session import run as run_session
+from purerl.signals import StopOnSignal
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

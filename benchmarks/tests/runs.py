@@ -3,10 +3,13 @@ written through purerl's own writer."""
 
 from __future__ import annotations
 
-import os
+import contextlib
+import io
+import runpy
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -14,19 +17,26 @@ from purerl.envs.stats import recent_mean_return
 from purerl.logging import ChunkReport
 from purerl.rundir import MetricsWriter, write_json
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def run_module(module: str, *args) -> subprocess.CompletedProcess:
-    """``python -m MODULE ARGS`` from the repository root, on the CPU."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-        timeout=600,
-    )
+    """``python -m MODULE ARGS`` as its ``__main__`` in this process (a benchmark needs no
+    process of its own: a fresh one would only add seconds of imports to every test); its
+    exit code and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = [module, *map(str, args)]
+    code = 0
+    with (
+        mock.patch.object(sys, "argv", argv),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+            if isinstance(exit_.code, str):
+                print(exit_.code, file=sys.stderr)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def learning_curves(num_seeds: int = 3, num_updates: int = 60) -> np.ndarray:

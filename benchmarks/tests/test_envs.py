@@ -1,4 +1,4 @@
-"""``python -m benchmarks.envs``, run as a user would: a subprocess with tiny sizes."""
+"""``python -m benchmarks.envs`` as a user runs it (its ``__main__``, in this process), tiny."""
 
 import pytest
 

@@ -16,6 +16,7 @@ stderr; an internal bug still shows its traceback.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
@@ -175,6 +176,8 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
         return abort(
             "aborted by Ctrl-C; a run directory keeps its last complete checkpoint", owns_process
         )
+    except BrokenPipeError:
+        return output_closed(owns_process)
     except OSError as err:
         if err.errno not in USER_ERRNOS:
             raise
@@ -208,6 +211,21 @@ def run_script(module: str, function: str, *leading: str) -> None:
     sys.exit(guarded(command))
 
 
+def output_closed(owns_process: bool) -> int:
+    """The reader of standard output went away (``purerl envs | head -1``, a killed ``tee``):
+    one line on standard error and the exit code of a process ended by SIGPIPE."""
+    if owns_process:
+        # Python flushes stdout again on the way out; pointed at /dev/null that flush cannot
+        # fail and add its own "Exception ignored" lines.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return fail(
+        "standard output was closed by its reader (broken pipe), so the command stopped; a "
+        "run directory keeps the checkpoints it had already saved",
+        128 + signal.SIGPIPE,
+    )
+
+
 def fail(message: str, code: int) -> int:
-    print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # standard error closed too: the exit code still tells
+        print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
     return code

@@ -76,15 +76,3 @@ def write_synthetic_run(run_dir: Path, returns: np.ndarray, finished: bool = Tru
         }  # fmt: skip
         write_json(run_dir / "summary.json", summary)
     return run_dir
-
-
-def png_is_a_plot(path: Path, size: tuple[int, int] = (800, 500)) -> None:
-    """Asserts ``path`` is a ``size`` (width, height) PNG with coloured curves on it."""
-    from matplotlib.image import imread
-
-    pixels = imread(path)
-    assert pixels.shape[:2] == (size[1], size[0]), pixels.shape
-    rgb = pixels[..., :3]
-    assert rgb.std() > 0.05, "the image is (nearly) one colour"
-    coloured = (rgb.max(axis=-1) - rgb.min(axis=-1)) > 0.15
-    assert coloured.mean() > 0.005, f"only {coloured.mean():.4f} of the pixels are coloured"

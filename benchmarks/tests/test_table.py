@@ -9,8 +9,9 @@ import sys
 import pytest
 
 from benchmarks import table as bench
-from benchmarks.tests.runs import learning_curves, png_is_a_plot, write_synthetic_run
+from benchmarks.tests.runs import learning_curves, write_synthetic_run
 from purerl.config import ConfigError
+from tests.helpers import png_is_a_plot
 
 
 def test_section_is_appended_once_then_replaced_in_place():

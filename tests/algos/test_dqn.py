@@ -8,24 +8,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import envs
+from purerl import algos, envs
 from purerl.algos.dqn import DQNConfig, make_dqn
 from purerl.envs.probes import PROBES
 from purerl.loop import init_agents, make_run_chunk, over_seeds
 from purerl.nets import make_q_network
 from tests.helpers import leaves_equal, train_probes
 
-TINY = DQNConfig(
-    env="CartPole-v1",
-    num_envs=4,
-    rollout_len=8,
-    buffer_size=64,
-    batch_size=16,
-    learning_starts=32,
-    target_update_period=64,
-    hidden_sizes=(16,),
-    total_timesteps=4 * 8 * 6,
-)
+# The registry's smoke configuration (CartPole-v1): the same tiny run the shared invariants use.
+TINY = algos.get("dqn").smoke
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +25,7 @@ def tiny_algo():
     return algo, jax.jit(algo.update)
 
 
+@pytest.mark.slow
 def test_no_gradient_step_before_learning_starts(tiny_algo):
     # 32 env steps per update and learning_starts 32: update 1 only collects; update 2 learns
     # from its first iteration on (steps after it: 36 > 32).
@@ -63,6 +55,7 @@ def test_target_network_is_copied_every_period_and_frozen_in_between(tiny_algo):
     assert not leaves_equal(state.params, copied)
 
 
+@pytest.mark.slow
 def test_polyak_target_update_moves_part_way(tiny_algo):
     # Period 4 = every iteration; tau 0.25: target' = 0.25 * online' + 0.75 * target.
     cfg = dataclasses.replace(TINY, tau=0.25, target_update_period=4, rollout_len=1)
@@ -77,6 +70,7 @@ def test_polyak_target_update_moves_part_way(tiny_algo):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_epsilon_follows_the_linear_schedule():
     # Decay over 0.5 * 192 = 96 steps from 1 to 0.05, read at the start of each update's last
     # iteration: steps 28, 60, 92, 124, ...
@@ -172,5 +166,6 @@ def probe_q():
         ("ProbeObsAction-v0", [-1.0, 1.0], [[1.0, -1.0], [-1.0, 1.0]]),
     ],
 )
+@pytest.mark.slow
 def test_probe_q_values(probe_q, env_id, obs, expected_q):
     np.testing.assert_allclose(probe_q[env_id](obs), expected_q, atol=0.15)

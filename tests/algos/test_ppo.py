@@ -8,27 +8,21 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import envs
+from purerl import algos, envs
 from purerl.algos.ppo import PPOConfig, make_ppo
 from purerl.envs.probes import PROBES
 from purerl.loop import init_agents, make_run_chunk, over_seeds, train
 from tests.helpers import train_probes
 
-TINY = PPOConfig(
-    env="CartPole-v1",
-    num_envs=4,
-    rollout_len=16,
-    num_minibatches=2,
-    num_epochs=2,
-    hidden_sizes=(16,),
-    total_timesteps=4 * 16 * 6,
-)
+# The registry's smoke configuration (CartPole-v1): the same tiny run the shared invariants use.
+TINY = algos.get("ppo").smoke
 
 
 def run(cfg: PPOConfig, updates_per_chunk=None):
     return train(make_ppo(cfg, envs.from_config(cfg)), cfg, updates_per_chunk=updates_per_chunk)
 
 
+@pytest.mark.slow
 def test_continuous_actions_and_obs_normalisation_run():
     cfg = dataclasses.replace(
         TINY, env="Pendulum-v1", normalize_obs=True, total_timesteps=4 * 16 * 2
@@ -61,6 +55,7 @@ def test_metrics_cover_losses_episodes_and_optimizer():
     assert all(jnp.ndim(v) == 0 for v in metrics.values())
 
 
+@pytest.mark.slow
 def test_lr_annealing_reaches_zero_only_when_enabled():
     env = envs.make(TINY.env, TINY.num_envs)
     for anneal, expect_decay in [(True, True), (False, False)]:
@@ -104,6 +99,7 @@ def probe_agents():
         ("ProbeTwoStep-v0", [0.0, 1.0], [0.5, 1.0]),  # gamma 0.5
     ],
 )
+@pytest.mark.slow
 def test_probe_values(probe_agents, env_id, obs, expected_value):
     net, params = probe_agents
     values = net.apply(params[env_id], jnp.array(obs)[:, None], method="critic")

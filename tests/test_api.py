@@ -21,6 +21,7 @@ TINY = dict(
 """The configuration of the session's ``tiny_run`` (tests/helpers.TINY_ARGS, 2 seeds)."""
 
 
+@pytest.mark.slow
 def test_train_gives_the_command_lines_parameters_and_history_bit_for_bit(tiny_run):
     result = purerl.train("ppo", env="CartPole-v1", **TINY)
     from_cli = load_run(tiny_run)  # its final checkpoint
@@ -34,6 +35,7 @@ def test_train_gives_the_command_lines_parameters_and_history_bit_for_bit(tiny_r
     assert result.run_dir is None and result.summary.num_seeds == 2
 
 
+@pytest.mark.slow
 def test_make_train_is_a_pure_function_of_the_key_equal_to_a_run(tiny_run):
     cfg = dataclasses.replace(purerl.algos.get("ppo").base_config("CartPole-v1"), **TINY)
     train = jax.jit(jax.vmap(purerl.make_train(cfg)))
@@ -51,6 +53,7 @@ def test_make_train_is_a_pure_function_of_the_key_equal_to_a_run(tiny_run):
     assert leaves_equal(states, again)
 
 
+@pytest.mark.slow
 def test_the_python_route_keeps_the_presets_observation_normalisation():
     # Pendulum's preset normalises observations; the old route built the env without it.
     result = purerl.train("ppo", env="Pendulum-v1", num_envs=4, rollout_len=16,
@@ -81,6 +84,7 @@ def test_load_gives_a_policy_on_raw_observations(tmp_path):
         policy(np.zeros(5, np.float32))
 
 
+@pytest.mark.slow
 def test_the_readme_example_trains_cartpole_and_its_policy_balances(cartpole_run):
     assert cartpole_run.run_dir.is_dir()
     policy = purerl.load(cartpole_run.run_dir)

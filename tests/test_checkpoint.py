@@ -41,6 +41,7 @@ def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options
 
 
 @pytest.mark.parametrize("name", algos.names())
+@pytest.mark.slow
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, name):
     cfg = dataclasses.replace(algos.get(name).smoke, num_seeds=2)
     whole = run(name, cfg, tmp_path / "whole")
@@ -54,6 +55,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, name):
         assert getattr(whole.summary, key) == getattr(resumed.summary, key)
 
 
+@pytest.mark.slow
 def test_resumed_summary_counts_the_time_of_every_process(tmp_path):
     run("ppo", PPO, tmp_path / "cut", stop=StopAfter(2))
     resumed = run("ppo", PPO, tmp_path / "cut", resume=True).summary
@@ -66,6 +68,7 @@ def test_resumed_summary_counts_the_time_of_every_process(tmp_path):
     assert resumed.steps_per_second == pytest.approx(6 * per_update / resumed.train_time_s)
 
 
+@pytest.mark.slow
 def test_resume_drops_metric_rows_written_after_the_last_checkpoint(tmp_path):
     # Checkpoints every 4 updates; stopping after update 5 saves at 5 too, so emulate a kill
     # after update 5 by deleting that checkpoint: rows 5 must go, and the resumed run equals
@@ -99,6 +102,7 @@ def test_keeps_the_latest_and_the_best(tmp_path):
         assert scored[best] == max(scored.values())
 
 
+@pytest.mark.slow
 def test_a_resume_keeps_the_checkpoints_the_run_was_told_to_keep(tmp_path):
     run("ppo", PPO, tmp_path / "run", stop=StopAfter(4), keep_checkpoints=100, checkpoint_every=1)
     assert checkpoint.available_steps(tmp_path / "run") == [1, 2, 3, 4]
@@ -114,6 +118,7 @@ def test_a_resume_keeps_the_checkpoints_the_run_was_told_to_keep(tmp_path):
     assert changes["changed_options"] == {"keep_checkpoints": [100, 2]}
 
 
+@pytest.mark.slow
 def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
     whole = run("ppo", PPO, tmp_path / "whole")
     cut = tmp_path / "cut"
@@ -147,6 +152,7 @@ def test_a_garbage_folder_named_like_a_step_is_skipped_and_kept(tmp_path):
     assert (moved / "junk.txt").read_text() == "not a checkpoint"
 
 
+@pytest.mark.slow
 def test_resume_from_an_explicit_step(tmp_path):
     whole = run("ppo", PPO, tmp_path / "whole")
     cut = tmp_path / "cut"
@@ -158,6 +164,7 @@ def test_resume_from_an_explicit_step(tmp_path):
         run("ppo", PPO, cut, resume=True, resume_from=9)
 
 
+@pytest.mark.slow
 def test_dqn_without_buffer_in_checkpoints_resumes_with_an_empty_buffer(tmp_path):
     run("dqn", DQN, tmp_path / "run", stop=StopAfter(3), checkpoint_buffer=False)
     resumed = run("dqn", DQN, tmp_path / "run", resume=True, checkpoint_buffer=False)
@@ -167,6 +174,7 @@ def test_dqn_without_buffer_in_checkpoints_resumes_with_an_empty_buffer(tmp_path
     assert json.loads(saved.read_text())["transient"] == ["buffer"]
 
 
+@pytest.mark.slow
 def test_errors_name_the_problem_and_leave_checkpoints_alone(tmp_path):
     fresh = run("ppo", PPO, tmp_path / "run")
     assert fresh.summary.num_updates == 6
@@ -181,6 +189,7 @@ def test_errors_name_the_problem_and_leave_checkpoints_alone(tmp_path):
     assert tree_digest(tmp_path / "run") == before
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_with_one_message_and_the_run_resumes_once_space_is_back(
     tmp_path, monkeypatch
 ):

@@ -45,6 +45,7 @@ def test_tiny_ppo_run_writes_config_metrics_and_summary(tiny_run):
         assert (tiny_run / name).stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_default_run_dir_goes_under_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run_cli("train", "ppo", *TINY_ARGS, "--no-checkpoints")
@@ -179,6 +180,7 @@ def test_without_env_the_default_environments_preset_applies(name):
         assert f"in {preset.num_updates} updates" in dry.stdout, dry.stdout
 
 
+@pytest.mark.slow
 def test_tiny_dqn_run_writes_config_metrics_and_summary(tmp_path):
     run_dir = tmp_path / "run"
     result = run_cli("train", "dqn", *DQN_TINY, "--num-seeds", "2", "--run-dir", run_dir)
@@ -222,6 +224,7 @@ def stopped_run(tiny_run, tmp_path):
     return run_dir
 
 
+@pytest.mark.slow
 def test_resume_continues_to_the_uninterrupted_result(tiny_run, stopped_run):
     result = run_cli("train", "--resume", stopped_run)  # the algorithm is read from the run
     assert result.code == 0, result.stderr
@@ -296,6 +299,7 @@ def test_a_locked_run_is_refused_naming_the_holder(stopped_run):
     assert run_cli("train", "--resume", stopped_run).code == 0
 
 
+@pytest.mark.slow
 def test_a_saved_config_reproduces_the_run_bit_for_bit(tiny_run, tmp_path):
     again = tmp_path / "again"
     result = run_cli(

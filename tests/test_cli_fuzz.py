@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import typing
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -89,6 +90,7 @@ def flag_sets(draw, name: str):
     return argv
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(name=st.sampled_from(algos.names()), data=st.data())
 def test_random_flag_values_are_accepted_or_refused_in_one_line(tmp_path_factory, name, data):

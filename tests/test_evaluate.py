@@ -65,6 +65,7 @@ def test_bad_input_exits_2_with_one_line(tiny_run, args, message):
 
 
 @pytest.mark.parametrize("env_id", [*DRAWERS, "Breakout-MinAtar", "Snake-v0", "ProbeConstant-v0"])
+@pytest.mark.slow
 def test_every_renderer_draws_a_non_blank_frame(env_id):
     env = envs.make(env_id, 2)
     state, obs = env.reset(jax.random.key(0), env.default_params)

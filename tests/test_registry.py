@@ -118,6 +118,7 @@ def toy():
     algos.unregister(SPEC.name)
 
 
+@pytest.mark.slow
 def test_the_toy_trains_through_the_shared_loop(toy):
     cfg = dataclasses.replace(toy.smoke, num_seeds=2)
     result = train(toy.build(cfg, envs.from_config(cfg)), cfg)
@@ -126,6 +127,7 @@ def test_the_toy_trains_through_the_shared_loop(toy):
     assert np.isfinite(result.final_returns).all()
 
 
+@pytest.mark.slow
 def test_the_command_line_knows_and_trains_the_toy(toy, tmp_path):
     assert "toy" in run_cli("--help").stdout and "toy" in run_cli("train", "--help").stdout
     help_text = run_cli("train", "toy", "--help").stdout
@@ -155,6 +157,7 @@ def test_the_command_line_knows_and_trains_the_toy(toy, tmp_path):
     assert purerl.load(run_dir)(np.zeros(4, np.float32)) in (0, 1)
 
 
+@pytest.mark.slow
 def test_the_toy_sweeps_as_one_program_and_matches_single_runs(toy):
     configs = [dataclasses.replace(toy.smoke, lr=lr) for lr in (0.05, 0.5)]
     results = sweep("toy", configs)

@@ -47,6 +47,7 @@ def whole(name):
     return run(name, updates_per_chunk=UPDATES)
 
 
+@pytest.mark.slow
 def test_same_seed_gives_bitwise_identical_state_and_metrics(name, whole):
     again = run(name, updates_per_chunk=UPDATES)
     assert leaves_equal(whole.agents, again.agents)
@@ -58,6 +59,7 @@ def test_different_seeds_give_different_params(name, whole):
     assert not leaves_equal(whole.agents.state.params, other.agents.state.params)
 
 
+@pytest.mark.slow
 def test_one_chunk_equals_several_chunks(name, whole):
     pieces = run(name, updates_per_chunk=2)
     uneven = run(name, updates_per_chunk=4)  # 4 + 2
@@ -66,6 +68,7 @@ def test_one_chunk_equals_several_chunks(name, whole):
     assert leaves_equal(whole.history, pieces.history)
 
 
+@pytest.mark.slow
 def test_vmapped_seed_i_equals_a_single_run_with_seed_i(name):
     many = run(name, num_seeds=3, seed=5)
     for i in range(3):
@@ -80,6 +83,7 @@ def test_vmapped_seed_i_equals_a_single_run_with_seed_i(name):
         )
 
 
+@pytest.mark.slow
 def test_update_traces_once_across_repeated_chunk_calls(name):
     spec, cfg = smoke(name)
     algo = spec.build(cfg, envs.from_config(cfg))
@@ -103,6 +107,7 @@ def test_runs_clean_under_key_reuse_checking(name):
     assert result.timing.updates_done == UPDATES
 
 
+@pytest.mark.slow
 def test_metrics_are_scalars_covering_loss_learning_rate_and_episodes(name):
     spec, cfg = smoke(name)
     algo = spec.build(cfg, envs.from_config(cfg))
@@ -231,6 +236,7 @@ def shapes_differ(a, b) -> bool:
     return tree_a != tree_b or [x.shape for x in flat_a] != [x.shape for x in flat_b]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, field", list(field_cases()))
 def test_every_config_field_changes_the_run(name, field):
     """Cheapest evidence first: a different state layout from ``init`` (no compile), a

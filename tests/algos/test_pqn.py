@@ -56,6 +56,7 @@ def probe_q(q_lambda: float) -> dict:
         ("ProbeActionReward-v0", 0.65, [0.0], [[-1.0, 1.0]]),
     ],
 )
+@pytest.mark.slow
 def test_probe_q_values(env_id, q_lambda, obs, expected_q):
     np.testing.assert_allclose(probe_q(q_lambda)[env_id](obs), expected_q, atol=0.15)
 

@@ -66,6 +66,7 @@ def raw_pool_steps(actions, **kwargs):
     return {k: np.stack(v) for k, v in out.items()}
 
 
+@pytest.mark.slow
 def test_training_signal_is_per_life_and_clipped_while_returns_are_whole_game_scores():
     # Random actions for 1500 steps of 3 games: many lives lost, several games over.
     actions = np.random.default_rng(0).integers(0, 4, (1500, 3)).astype(np.int32)
@@ -101,6 +102,7 @@ def test_seeds_share_one_pool_and_match_single_seed_runs():
 
 
 @pytest.mark.parametrize("num_seeds", [1, 2])
+@pytest.mark.slow
 def test_the_host_callback_path_steps_the_same_episodes_as_the_xla_step(num_seeds):
     assert envs.make("Breakout-v5", 2).step_mode == "xla"  # on CPU, auto takes the custom call
     actions = np.random.default_rng(2).integers(0, 4, (num_seeds, 400, 2)).astype(np.int32)

@@ -150,6 +150,7 @@ def compare_with_reference(
     "shape, action_mode, obs_mode",
     [((10, 10), "absolute", "grid"), ((6, 6), "relative", "features")],
 )
+@pytest.mark.slow
 def test_matches_reference_under_greedy_and_random_play(shape, action_mode, obs_mode):
     seen = compare_with_reference(shape, action_mode, obs_mode, num_steps=600, seed=sum(shape))
     assert seen["deaths"] >= 3 and seen["max_length"] >= 8, seen
@@ -165,6 +166,7 @@ def test_matches_reference_under_greedy_and_random_play(shape, action_mode, obs_
         ((4, 3), "absolute", "features"),
     ],
 )
+@pytest.mark.slow
 def test_matches_reference_through_wins_on_small_boards(shape, action_mode, obs_mode):
     seen = compare_with_reference(
         shape, action_mode, obs_mode, num_steps=400, seed=7, epsilon=0.05, cycle=True
@@ -270,6 +272,7 @@ def body_cells(states: SnakeState) -> tuple[np.ndarray, np.ndarray]:
     max_steps_without_food=st.integers(1, 40),
 )
 @hypothesis.settings(max_examples=12)
+@pytest.mark.slow
 def test_invariants_hold_under_random_play(game, seed, step_penalty, max_steps_without_food):
     env, run = random_play(*game)
     params = env.default_params._replace(

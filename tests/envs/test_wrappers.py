@@ -68,6 +68,7 @@ def test_clip_action_clips_what_the_env_sees():
     np.testing.assert_allclose(big.reward, edge.reward)
 
 
+@pytest.mark.slow
 def test_normalize_observation_uses_stats_of_all_seen_observations():
     env = NormalizeObservation(RecordEpisodeStats(Vectorize(make_gymnax("CartPole-v1"), 64)))
     params = env.default_params

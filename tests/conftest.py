@@ -61,6 +61,7 @@ def tiny_run(tmp_path_factory):
         "1",
     )
     assert result.code == 0, result.stderr
+    assert "final mean return" in result.stdout
     return run_dir
 
 

@@ -166,6 +166,7 @@ def test_a_short_run_of_every_algorithm_on_breakout_is_deterministic(name):
         np.testing.assert_array_equal(a, b)
     assert first.summary.total_frames == first.summary.total_env_steps * 4 > 0
     assert first.summary.num_updates == 3
+    assert np.isfinite(first.summary.steps_per_second) and first.summary.steps_per_second > 0
     assert np.isfinite(first.history["loss/total"][:, -1]).all()
 
 

@@ -149,10 +149,11 @@ def plan_chunks(
     """Chunk lengths covering updates ``start`` to ``num_updates`` (a resumed run starts later).
 
     Each distinct length costs a compile, so without an explicit size a divisor of
-    ``num_updates`` near ``num_updates / target_chunks`` is preferred (one length); if none is
-    within a factor of two, the run ends with one shorter chunk. With ``checkpoint_every`` the
-    default size is its largest divisor not above that target, so chunks end at every
-    checkpoint.
+    ``num_updates`` near ``num_updates / target_chunks`` is preferred (one length). Failing
+    that, a smaller divisor, as long as the run stays within ``4 * target_chunks`` chunks: a
+    chunk costs about a millisecond on the host, a second compiled length seconds. Only then
+    does the run end with one shorter chunk. With ``checkpoint_every`` the default size is its
+    largest divisor not above that target, so chunks end at every checkpoint.
     """
     if updates_per_chunk is None:
         target = max(1, math.ceil(num_updates / target_chunks))
@@ -160,8 +161,14 @@ def plan_chunks(
             limit = min(target, checkpoint_every)
             updates_per_chunk = max(d for d in divisors(checkpoint_every) if d <= limit)
         else:
-            near = [d for d in divisors(num_updates) if target // 2 <= d <= 2 * target]
-            updates_per_chunk = min(near, key=lambda d: abs(d - target)) if near else target
+            candidates = divisors(num_updates)
+            near = [d for d in candidates if target // 2 <= d <= 2 * target]
+            most = 4 * target_chunks
+            smaller = [d for d in candidates if d < target and num_updates // d <= most]
+            if near:
+                updates_per_chunk = min(near, key=lambda d: abs(d - target))
+            else:
+                updates_per_chunk = max(smaller, default=target)
     remaining = num_updates - start
     if remaining <= 0:
         return []

@@ -23,7 +23,9 @@ from purerl.rundir import report_rows
         (10, 4, [4, 4, 2]),
         (10, 20, [10]),
         (7, None, [1] * 7),
-        (97, None, [5] * 19 + [2]),  # prime: no divisor near the target, one short chunk
+        (488, None, [8] * 61),  # no divisor near 25: a smaller one rather than two lengths
+        (146, None, [2] * 73),
+        (97, None, [5] * 19 + [2]),  # prime: 1 would mean 97 chunks; one short chunk instead
     ],
 )
 def test_plan_chunks(num_updates, per_chunk, expected):

@@ -82,7 +82,7 @@ def test_every_experiment_script_answers_help(monkeypatch, capsys, script, text)
     assert text in capsys.readouterr().out
 
 
-LONG = [*TINY_ARGS[:-3], "--total-timesteps", str(64 * 200), "--updates-per-chunk", "1"]
+LONG = [*TINY_ARGS[:-3], "--total-timesteps", str(64 * 600), "--updates-per-chunk", "1"]
 
 
 @pytest.mark.slow
@@ -97,15 +97,15 @@ def test_a_signal_saves_a_checkpoint_and_says_how_to_resume(tmp_path, signum, co
     assert f"{signal.Signals(signum).name}: saving a checkpoint" in stderr
     assert f"continue with: purerl train ppo --resume {run_dir}" in stdout
     done = json.loads((run_dir / "summary.json").read_text())["num_updates"]
-    assert 3 <= done < 200 and (run_dir / "checkpoints" / str(done)).is_dir()
+    assert 3 <= done < 600 and (run_dir / "checkpoints" / str(done)).is_dir()
     if signum == signal.SIGINT:
         # Resuming picks up there (a shorter budget is not allowed: the config is the run's).
         resumed = run_cli("train", "--resume", run_dir, "--no-progress")
         assert resumed.code == 0, resumed.stderr
         assert f"resuming at update {done}" in resumed.stdout
         summary = json.loads((run_dir / "summary.json").read_text())
-        assert summary["num_updates"] == 200 and summary["resumed_from_update"] == done
-        assert [r["update"] for r in metric_rows(run_dir)] == list(range(1, 201))
+        assert summary["num_updates"] == 600 and summary["resumed_from_update"] == done
+        assert [r["update"] for r in metric_rows(run_dir)] == list(range(1, 601))
 
 
 @pytest.mark.slow

@@ -61,7 +61,22 @@ def init_agent(algo: Algo[S], seed: Array) -> Agent[S]:
 def init_agent_from_key(algo: Algo[S], key: Key, seed: Array | int = 0) -> Agent[S]:
     """A fresh agent: state from one half of ``key``, update keys from the other."""
     init_key, run_key = jax.random.split(key)
-    return Agent(algo.init(init_key), run_key, jnp.asarray(seed, jnp.int32))
+    return Agent(strong_types(algo.init(init_key)), run_key, jnp.asarray(seed, jnp.int32))
+
+
+def strong_types(tree: Any) -> Any:
+    """``tree`` with no weakly typed leaves (an environment's ``time = 0`` is one).
+
+    A restored checkpoint's arrays are strongly typed; a weak leaf in a fresh state would trace
+    the chunk into a different program, and a resumed run would compile again.
+    """
+
+    def strong(x: Array) -> Array:
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return x
+        return jax.lax.convert_element_type(x, x.dtype)
+
+    return jax.tree.map(strong, tree)
 
 
 def init_agents(
@@ -75,7 +90,10 @@ def init_agents(
     seeds = jnp.asarray(seeds, jnp.int32)
     if placement is not None and placement.mode == "data":
         seeds = jnp.broadcast_to(seeds, (placement.num_devices, *seeds.shape))
-    return init_program(algo, placement)(seeds)
+    agents = init_program(algo, placement)(seeds)
+    # Committed to where they are (no copy), as restored checkpoints are: the chunk program
+    # then lowers to the same text, and a resumed run loads it from the compilation cache.
+    return jax.device_put(agents, jax.tree.map(lambda x: x.sharding, agents))
 
 
 @functools.lru_cache(maxsize=32)

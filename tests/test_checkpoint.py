@@ -7,9 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
+import jax
 import pytest
 
-from purerl import algos, checkpoint, session
+from purerl import algos, checkpoint, loop, session
 from tests.helpers import leaves_equal, metric_rows, run_cli, tree_digest
 
 PPO = algos.get("ppo").smoke
@@ -42,12 +43,24 @@ def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options
 
 @pytest.mark.parametrize("name", algos.names())
 @pytest.mark.slow
-def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, name):
+def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, name):
+    programs = []
+    compile_chunk = loop.compile_chunk
+
+    def record_program(algo, agents, *args, **kwargs):
+        chunk = loop.over_seeds(loop.make_run_chunk(algo, 1))
+        programs.append(jax.jit(chunk, donate_argnums=0).lower(agents).as_text())
+        return compile_chunk(algo, agents, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "compile_chunk", record_program)
     cfg = dataclasses.replace(algos.get(name).smoke, num_seeds=2)
     whole = run(name, cfg, tmp_path / "whole")
     stopped = run(name, cfg, tmp_path / "cut", stop=StopAfter(3))
     assert stopped.result.interrupted and stopped.summary.num_updates == 3
     resumed = run(name, cfg, tmp_path / "cut", resume=True)
+    # Restored agents lower to the fresh run's program, so a resume loads it from the
+    # compilation cache instead of compiling it again.
+    assert len(programs) == 3 and programs[2] == programs[0]
     assert not resumed.result.interrupted and resumed.summary.resumed_from_update == 3
     assert leaves_equal(whole.result.agents, resumed.result.agents)
     assert metric_rows(tmp_path / "whole") == metric_rows(tmp_path / "cut")

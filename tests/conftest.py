@@ -3,6 +3,9 @@ session-scoped runs that many tests read (trained once, copied where a test chan
 
 import os
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
 
 # Must be set before jax creates its backend anywhere in the test session; the variables reach
 # the subprocesses the tests start as well.
@@ -31,6 +34,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 import hypothesis  # noqa: E402
 import pytest  # noqa: E402
 
+from purerl.rundir import Summary, read_summary  # noqa: E402
 from purerl.runtime import configure_jax  # noqa: E402
 from tests.helpers import ROOT, TINY_ARGS, run_cli  # noqa: E402
 
@@ -40,11 +44,46 @@ hypothesis.settings.register_profile("purerl", max_examples=40, deadline=None, d
 hypothesis.settings.load_profile("purerl")
 
 
+class SessionRun(NamedTuple):
+    run_dir: Path
+    summary: Summary
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], Path]) -> Path:
+    """The run directory ``build(folder)`` makes, made once per test session where that costs
+    no waiting.
+
+    Parallel workers share their session's temporary root: the first worker to ask builds
+    there and leaves a marker when done; a later worker reads that directory, and one that asks
+    while it is still being built builds its own copy rather than sit idle.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent
+    done = shared / f"{name}.done"
+    try:
+        os.close(os.open(shared / f"{name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        if done.is_file():
+            return Path(done.read_text(encoding="utf-8"))
+        return build(tmp_path_factory.mktemp(name))
+    run_dir = build(tmp_path_factory.mktemp(name))
+    partial = shared / f"{name}.done.tmp"
+    partial.write_text(str(run_dir), encoding="utf-8")
+    os.replace(partial, done)
+    return run_dir
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
     """A finished tiny PPO run (2 seeds, 6 updates) with a checkpoint after every update,
-    trained through the command line. Copy it before changing it."""
-    run_dir = tmp_path_factory.mktemp("tiny") / "run"
+    trained through the command line (once per session, ``built_once``). Copy it before
+    changing it."""
+    return built_once(tmp_path_factory, "tiny", train_tiny_run)
+
+
+def train_tiny_run(folder: Path) -> Path:
+    run_dir = folder / "run"
     result = run_cli(
         "train",
         "ppo",
@@ -72,12 +111,20 @@ def readme_example() -> str:
 
 
 @pytest.fixture(scope="session")
-def cartpole_run(tmp_path_factory):
+def cartpole_run(tmp_path_factory) -> SessionRun:
     """The README's Python example, run as written in a fresh directory: PPO's CartPole-v1
-    preset, 4 seeds x 5e5 steps, through ``purerl.train(run_dir=...)``. The learning test's
-    run, and a trained agent for the evaluation, policy and plot tests."""
+    preset, 4 seeds x 5e5 steps, through ``purerl.train(run_dir=...)`` (once per session,
+    ``built_once``). The learning test's run, and a trained agent for the evaluation, policy
+    and plot tests; its summary is the one the run wrote."""
+    run_dir = built_once(tmp_path_factory, "readme", run_readme_example)
+    summary = read_summary(run_dir)
+    assert summary is not None, f"the README example left no summary.json in {run_dir}"
+    return SessionRun(run_dir, summary)
+
+
+def run_readme_example(folder: Path) -> Path:
     cwd = os.getcwd()
-    os.chdir(tmp_path_factory.mktemp("readme"))
+    os.chdir(folder)
     try:
         namespace: dict = {}
         exec(readme_example(), namespace)  # noqa: S102 - the README's own code
@@ -85,4 +132,5 @@ def cartpole_run(tmp_path_factory):
         os.chdir(cwd)
     result = namespace["result"]
     assert result.run_dir.is_absolute(), "the example's run directory must come back absolute"
-    return result
+    assert read_summary(result.run_dir) == result.summary
+    return result.run_dir

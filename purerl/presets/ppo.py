@@ -47,6 +47,10 @@ PRESETS: dict[str, PPOConfig] = {
         gamma=0.95,
         ent_coef=0.0,
         normalize_obs=True,
+        # Value clipping keeps the new value within clip_eps (0.2) of the old one, in return
+        # units: Pendulum's returns run to -300, so it throttled the critic (seeds 100-103 at
+        # 1M steps: -157.4 +- 3.2 with it, -152.3 +- 3.1 without).
+        clip_value_loss=False,
     ),
     "Breakout-MinAtar": PPOConfig(
         env="Breakout-MinAtar",

@@ -15,7 +15,8 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from purerl import envs
-from purerl.algos.ppo import PPOBatch, PPOConfig, PPOHparams, make_ppo, ppo_loss
+from purerl.algos.ppo import SPEC as PPO
+from purerl.algos.ppo import PPOBatch, PPOHparams, make_ppo, ppo_loss
 from purerl.loop import train
 from purerl.nets import make_actor_critic
 from purerl.ops.sgd import minibatch_epochs
@@ -23,10 +24,9 @@ from purerl.parallel import DEVICE_AXIS, make_placement, select_devices
 from purerl.runtime import configure_jax
 from tests.helpers import TINY_ARGS, run_cli
 
-TINY = PPOConfig(
-    num_envs=4, rollout_len=16, num_minibatches=2, num_epochs=2, hidden_sizes=(16,),
-    total_timesteps=4 * 16 * 4, num_seeds=4,
-)  # fmt: skip
+# PPO's smoke config over 8 seeds in one chunk: the programs the doctor's "vmap 8 seeds" and
+# "seeds over 4 devices" checks compile, so the doctor below loads them from the cache.
+TINY = dataclasses.replace(PPO.smoke, num_seeds=8)
 
 
 def max_difference(a, b) -> float:
@@ -36,9 +36,11 @@ def max_difference(a, b) -> float:
 
 def seeds_mode_matches_single_device() -> dict:
     env = envs.make(TINY.env, TINY.num_envs)
-    single = train(make_ppo(TINY, env), TINY)
-    placement = make_placement(select_devices("cpu", 4), "seeds", 4, 4)
-    sharded = train(make_ppo(TINY, env), TINY, placement=placement)
+    single = train(make_ppo(TINY, env), TINY, updates_per_chunk=TINY.num_updates)
+    placement = make_placement(select_devices("cpu", 4), "seeds", TINY.num_seeds, TINY.num_envs)
+    sharded = train(
+        make_ppo(TINY, env), TINY, updates_per_chunk=TINY.num_updates, placement=placement
+    )
     return {
         "seeds_param_diff": max_difference(single.agents.state.params, sharded.agents.state.params),
         "seeds_returns": [single.final_returns.tolist(), sharded.final_returns.tolist()],
@@ -103,7 +105,7 @@ def data_mode_gradient_equals_full_batch() -> dict:
 
 
 def data_mode_trains() -> dict:
-    cfg = dataclasses.replace(TINY, num_seeds=2)
+    cfg = dataclasses.replace(TINY, num_seeds=2, total_timesteps=4 * TINY.env_steps_per_update)
     placement = make_placement(select_devices("cpu", 4), "data", 2, 4)
     algo = make_ppo(cfg, envs.make(cfg.env, 1), axis_name=DEVICE_AXIS)
     result = train(algo, cfg, placement=placement)

@@ -35,6 +35,7 @@ import tyro
 from benchmarks.timing import peak_rss_mib, timed
 from purerl import envs
 from purerl.algos.ppo import act, make_ppo
+from purerl.envs.envpool import AtariProtocol
 from purerl.loop import init_agents
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
 from purerl.rollout import collect
@@ -127,10 +128,12 @@ def main(args: AtariBenchArgs) -> None:
 
 
 def report(args, cfg, steps, times, compile_s) -> None:
-    frames = steps * cfg.num_envs * 4
+    protocol = AtariProtocol()  # main() builds its environments with the defaults
+    frames = steps * cfg.num_envs * protocol.frame_skip
     median = {name: statistics.median(values) for name, values in times.items()}
     print(
-        f"# {args.env}, {cfg.num_envs} envs, sticky actions 0.25, frame skip 4; PPO "
+        f"# {args.env}, {cfg.num_envs} envs, sticky actions {protocol.sticky_actions}, frame "
+        f"skip {protocol.frame_skip}; PPO "
         f"{cfg.rollout_len} steps x {cfg.num_envs} envs per update, {cfg.num_epochs} epochs x "
         f"{cfg.num_minibatches} minibatches, Nature CNN ({args.precision})\n"
         f"# {platform.machine()}, {jax.device_count()} {jax.default_backend()} device(s) "

@@ -78,17 +78,20 @@ PREFIX = "envpool/"
 
 @dataclasses.dataclass(frozen=True)
 class AtariProtocol:
-    """Atari settings; defaults are the standard training protocol.
+    """Atari settings; the defaults are the protocol of the published results the presets are
+    compared with (CleanRL's EnvPool scripts, BENCHMARKS.md).
 
-    Preprocessing follows Machado et al. (2018, "Revisiting the ALE") and Gymnasium's ALE v5:
-    sticky actions with probability 0.25 (EnvPool's own default is 0), frame skip 4, full
-    episodes capped at 108k frames (27k steps); 84x84 grayscale frames stacked by 4 and up to
-    30 no-op starts as in Mnih et al. (2015). Episodic life and reward clipping to [-1, 1] shape
-    the *training* signal only, as in the DQN and PPO reference implementations; reported
-    returns are always the raw game score over whole games (all lives).
+    That is EnvPool's Atari defaults plus the training signal of the DQN and PPO reference
+    implementations: no sticky actions, frame skip 4, episodes capped at 108k frames (27k
+    steps), 84x84 grayscale frames stacked by 4, up to 30 no-op starts as in Mnih et al. (2015),
+    FIRE pressed at reset. Episodic life and reward clipping to [-1, 1] shape the *training*
+    signal only; reported returns are always the raw game score over whole games (all lives).
+    Machado et al. (2018, "Revisiting the ALE") and Gymnasium's ALE v5 add sticky actions with
+    probability 0.25 (``sticky_actions=0.25``), which makes the games stochastic and lowers
+    scores, so figures from the two protocols do not compare.
     """
 
-    sticky_actions: float = 0.25
+    sticky_actions: float = 0.0
     frame_skip: int = 4
     stack_num: int = 4
     img_size: int = 84

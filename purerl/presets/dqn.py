@@ -13,8 +13,11 @@ from purerl.envs.envpool import ATARI_GAMES
 def atari_dqn(env_id: str) -> DQNConfig:
     """DQN on Atari after Mnih et al. (2015) and CleanRL's dqn_atari: Adam 1e-4, batch 32, a
     gradient step every 4 environment steps, target copy every 1000 steps, epsilon 1 -> 0.01
-    over the first 10% of 10M steps, 80k steps before learning. The Nature paper's buffer holds
-    1M transitions (28 GB of uint8 frame stacks); 100k (2.8 GB) is the default here."""
+    over the first 10% of 10M agent steps (40M frames), 80k steps before learning. The Nature
+    paper's buffer holds 1M transitions (28 GB of uint8 frame stacks); 100k (2.8 GB) is the
+    default here. CleanRL plays ``<Game>NoFrameskip-v4`` through Gym wrappers: no sticky
+    actions, as in the default Atari protocol here; its episode cap is Gym's rather than
+    EnvPool's 108k frames."""
     return DQNConfig(
         env=env_id,
         num_envs=4,

@@ -20,7 +20,8 @@ def atari_pqn(env_id: str) -> PQNConfig:
     """PQN on Atari after CleanRL's ``pqn_atari_envpool.py``: Nature CNN with LayerNorm,
     8 envs x 128 steps, 4 epochs x 4 minibatches, RAdam 2.5e-4 annealed, epsilon 1 -> 0.01 over
     the first 10%, Q(lambda) 0.65; 10M agent steps (40M frames), the budget of its published
-    results. Sticky actions follow purerl's protocol (0.25, Gymnasium ALE v5)."""
+    results, on the default Atari protocol, which is that script's (EnvPool's, no sticky
+    actions)."""
     return PQNConfig(
         env=env_id,
         num_envs=8,

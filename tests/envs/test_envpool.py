@@ -34,25 +34,27 @@ def roll(env, actions, num_seeds=1):
     return jax.jit(jax.vmap(run))(keys, actions)
 
 
-def test_atari_spec_follows_the_standard_protocol():
+def test_atari_spec_follows_the_protocol_of_the_published_results():
     env = envs.make("Breakout-v5", 2)
     assert env.spec.obs_shape == (4, 84, 84) and env.spec.obs_dtype == "uint8"
     assert env.spec.action_space == envs.Discrete(4)
     assert env.spec.frame_skip == 4 and env.spec.autoreset == "next_step"
     assert not env.pure
     config = env.pool.spec.config
-    assert config.repeat_action_probability == 0.25  # sticky actions (EnvPool's default is 0)
+    # CleanRL's EnvPool protocol: EnvPool's defaults (no sticky actions, 27k-step cap) with
+    # episodic life and clipped rewards for training.
+    assert config.repeat_action_probability == 0.0 and config.max_episode_steps == 27_000
     assert config.episodic_life and config.reward_clip and config.noop_max == 30
-    off = envs.make("Breakout-v5", 2, sticky_actions=0.0, episodic_life=False)
-    assert off.pool.spec.config.repeat_action_probability == 0.0
-    assert not off.pool.spec.config.episodic_life
+    machado = envs.make("Breakout-v5", 2, sticky_actions=0.25, episodic_life=False)
+    assert machado.pool.spec.config.repeat_action_probability == 0.25
+    assert not machado.pool.spec.config.episodic_life
 
 
 def raw_pool_steps(actions, **kwargs):
     """The same pool driven from the host, as EnvPool documents it."""
     pool = envpool.make(
         "Breakout-v5", env_type="gymnasium", num_envs=actions.shape[1], seed=0,
-        repeat_action_probability=0.25, episodic_life=True, reward_clip=True, **kwargs,
+        repeat_action_probability=0.0, episodic_life=True, reward_clip=True, **kwargs,
     )  # fmt: skip
     pool.reset()
     out = {"reward": [], "terminated": [], "score": [], "game_over": [], "truncated": []}

@@ -2,8 +2,7 @@
 
     python -m benchmarks.table --seeds 2
     python -m benchmarks.table --rows ppo-CartPole-v1 --seeds 1 --budget-scale 0.01
-    python -m benchmarks.table --seeds 2 --budgets ppo-Breakout-MinAtar=1000000 \\
-        --write-benchmarks
+    python -m benchmarks.table --seeds 4 --row-seeds ppo-Breakout-MinAtar=2 --write-benchmarks
 
 Every row trains the algorithm's preset for ``env`` with ``--seeds`` vmapped seeds through
 the same path as ``purerl train`` (run directory with config.json, metrics.jsonl,
@@ -12,16 +11,18 @@ of a row is its preset's ``total_timesteps`` (or a ``--budgets ROW=STEPS`` overr
 ``--budget-scale``, rounded down to whole updates. Atari rows are listed as measured on GPU
 only and never run here.
 
-The table (stdout) gives per row: frames per seed, seeds, final return (mean +- std across
-seeds of each seed's mean return over its last 100 or more finished episodes), training
-steps/s (all seeds' environment steps over training time, compile excluded) and a link to the
-smoothed learning curve. With ``--write-benchmarks`` the table replaces the section between
-``<!-- bench-table:start -->`` and ``<!-- bench-table:end -->`` of ``--benchmarks`` (a new
-``## Benchmark table`` section at its end if the markers are missing), and the smoothed curves
-are copied to ``--plots-dir`` (default ``docs/bench/`` beside that file), which the links name.
-With ``--reuse`` a row whose run directory already holds a finished run of the same
-configuration is read instead of trained again. Training logs go to stderr. Exit codes: 0 done,
-1 training failed, 2 invalid arguments (or an existing run directory without ``--reuse``).
+The table (stdout) gives per row: frames per seed, seeds (``--seeds``, or a ``--row-seeds
+ROW=N`` override), final return (mean +- std across seeds of each seed's mean return over its
+last 100 or more finished episodes), a published reference for the same environment and budget
+with its source, the run's wall time, training steps/s (all seeds' environment steps over
+training time, compile excluded) and a link to the smoothed learning curve. With
+``--write-benchmarks`` the table replaces the section between ``<!-- bench-table:start -->``
+and ``<!-- bench-table:end -->`` of ``--benchmarks`` (a new ``## Benchmark table`` section at
+its end if the markers are missing), and the smoothed curves are copied to ``--plots-dir``
+(default ``docs/bench/`` beside that file), which the links name. With ``--reuse`` a row whose
+run directory already holds a finished run of the same configuration is read instead of trained
+again. Training logs go to stderr. Exit codes: 0 done, 1 training failed, 2 invalid arguments
+(or an existing run directory without ``--reuse``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class MatrixRow:
     algo: str
     env: str
     notes: str
+    reference: str = "-"
+    """A published result for the same algorithm, environment and budget, with its source."""
     gpu_only: bool = False
     """Listed in the table but not run on CPU."""
 
@@ -67,14 +70,42 @@ class MatrixRow:
         return f"{self.algo}-{self.env}"
 
 
+# References are the figures issue #18 names, at the budget it names; where none is listed the
+# column says what bounds the return instead. The Atari rows follow CleanRL's EnvPool protocol
+# (no sticky actions) and budget (10M agent steps = 40M frames).
 MATRIX = (
-    MatrixRow("ppo", "CartPole-v1", "preset (Huang et al. 2022 classic-control PPO)"),
-    MatrixRow("dqn", "CartPole-v1", "preset (PureJaxRL CartPole DQN)"),
-    MatrixRow("ppo", "Acrobot-v1", "preset, 16 envs"),
-    MatrixRow("ppo", "Pendulum-v1", "preset, observation normalisation"),
-    MatrixRow("ppo", "Breakout-MinAtar", "preset, 64 envs, 256x256 relu MLP"),
-    MatrixRow("ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4)", gpu_only=True),
-)
+    MatrixRow(
+        "ppo", "CartPole-v1", "preset (Huang et al. 2022 classic-control PPO)",
+        "500 is the most an episode pays",
+    ),
+    MatrixRow(
+        "dqn", "CartPole-v1", "preset (PureJaxRL CartPole DQN)", "500 is the most an episode pays"
+    ),
+    MatrixRow(
+        "pqn", "CartPole-v1", "preset, 32 envs x 32 steps", "500 is the most an episode pays"
+    ),
+    MatrixRow("ppo", "Acrobot-v1", "preset, 16 envs", "-"),
+    MatrixRow(
+        "ppo", "Pendulum-v1", "preset, observation normalisation, no value clipping",
+        "about -130 at 1M steps (PPO on gymnax, gymnax-blines)",
+    ),
+    MatrixRow(
+        "ppo", "Breakout-MinAtar", "preset, 64 envs, 256x256 relu MLP",
+        "about 28 at 10M steps (gymnax-blines); about 40 (PureJaxRL's plot)",
+    ),
+    MatrixRow(
+        "pqn", "Breakout-MinAtar", "preset, 128 envs x 32 steps, 256x256 LayerNorm MLP",
+        "- (no published PQN figure checked)",
+    ),
+    MatrixRow(
+        "ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",
+        "430 +- 8 at 10M steps (CleanRL ppo_atari_envpool)", gpu_only=True,
+    ),
+    MatrixRow(
+        "pqn", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",
+        "385 +- 12 at 10M steps (CleanRL pqn_atari_envpool)", gpu_only=True,
+    ),
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +114,8 @@ class BenchTableArgs:
     """Rows to run, by name (e.g. ppo-CartPole-v1); default: every row."""
     seeds: int = 2
     """Seeds per row (vmapped)."""
+    row_seeds: tuple[str, ...] = ()
+    """ROW=SEEDS overrides of --seeds for single rows (fewer seeds for a long row, say)."""
     budget_scale: float = 1.0
     """Multiplies every row's budget (use a small value for a smoke run)."""
     budgets: tuple[str, ...] = ()
@@ -117,14 +150,19 @@ class RowOutcome(NamedTuple):
     """Moving-average window of the plot, in updates."""
 
 
-def parse_budgets(specs: tuple[str, ...], names: set[str]) -> dict[str, int]:
-    budgets = {}
+def parse_row_values(flag: str, unit: str, specs: tuple[str, ...], names: set[str]) -> dict:
+    """``ROW=N`` pairs of ``flag`` as a dict; N a positive integer."""
+    values = {}
     for spec in specs:
-        name, _, steps = spec.partition("=")
-        if name not in names or not steps.isdigit():
-            raise ConfigError(f"--budgets takes ROW=STEPS with a row of {sorted(names)}: {spec!r}")
-        budgets[name] = int(steps)
-    return budgets
+        name, _, value = spec.partition("=")
+        if name not in names or not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"{flag} takes ROW={unit} with a row of {sorted(names)}: {spec!r}")
+        values[name] = int(value)
+    return values
+
+
+def parse_budgets(specs: tuple[str, ...], names: set[str]) -> dict[str, int]:
+    return parse_row_values("--budgets", "STEPS", specs, names)
 
 
 def select_rows(args: BenchTableArgs) -> list[MatrixRow]:
@@ -134,6 +172,7 @@ def select_rows(args: BenchTableArgs) -> list[MatrixRow]:
         raise ConfigError(f"unknown row(s) {unknown}; rows are {names}")
     if args.seeds < 1 or args.budget_scale <= 0:
         raise ConfigError("--seeds and --budget-scale must be positive")
+    parse_row_values("--row-seeds", "SEEDS", args.row_seeds, set(names))
     return [row for row in MATRIX if not args.rows or row.name in args.rows]
 
 
@@ -143,7 +182,8 @@ def row_config(row: MatrixRow, args: BenchTableArgs, budgets: dict[str, int]):
     steps = budgets.get(row.name, preset.total_timesteps) * args.budget_scale
     per_update = preset.env_steps_per_update
     total = max(1, int(steps // per_update)) * per_update
-    changes = {"num_seeds": args.seeds, "total_timesteps": total}
+    seeds = parse_row_values("--row-seeds", "SEEDS", args.row_seeds, {r.name for r in MATRIX})
+    changes = {"num_seeds": seeds.get(row.name, args.seeds), "total_timesteps": total}
     if hasattr(preset, "learning_starts"):
         # DQN must take a gradient step within the run: a shrunk budget shrinks the warm-up.
         changes["learning_starts"] = min(preset.learning_starts, total // 2)
@@ -188,9 +228,8 @@ def run_row(
 
 def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[str]:
     if outcome is None:
-        return [row.algo.upper(), row.env, f"{row.notes}; measured on GPU only, not run on CPU"] + [
-            "-"
-        ] * 5
+        notes = f"{row.notes}; measured on GPU only, not run on CPU"
+        return [row.algo.upper(), row.env, notes, "-", "-", "-", row.reference, "-", "-", "-"]
     summary, cfg = outcome.summary, outcome.cfg
     preset = algos.get(row.algo).presets[row.env]
     preset_steps = preset.num_updates * preset.env_steps_per_update  # whole updates, as run
@@ -205,6 +244,8 @@ def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[st
         f"{summary.total_frames // summary.num_seeds:,}",
         str(summary.num_seeds),
         format_return(summary.final_mean_return, summary.final_std_return),
+        row.reference,
+        f"{summary.wall_time_s / 60:.1f} min",
         f"{summary.steps_per_second:,.0f}",
         link,
     ]
@@ -212,7 +253,7 @@ def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[st
 
 def build_table(rows: list[MatrixRow], outcomes: list[RowOutcome | None], links: list[str]) -> str:
     header = ["algo", "env", "protocol / notes", "frames per seed", "seeds"]
-    header += ["final return (mean +- std)", "steps/s", "plot"]
+    header += ["final return (mean +- std)", "published reference", "wall", "steps/s", "plot"]
     lines = [table_line(r, o, link) for r, o, link in zip(rows, outcomes, links, strict=True)]
     return markdown_table(header, lines)
 
@@ -248,7 +289,9 @@ def section_text(table: str, argv: list[str], args: BenchTableArgs) -> str:
     )
     legend = (
         "Final return: mean +- std across seeds of each seed's mean return over its last 100 "
-        "or more finished episodes. Steps/s: all seeds' environment steps over training time, "
+        "or more finished episodes. Wall: the run's whole time, compile included (rows read "
+        "back with --reuse keep the time of the run that trained them). "
+        "Steps/s: all seeds' environment steps over training time, "
         "compile excluded (frames = steps x frame skip). Plots: per-seed curves smoothed by "
         "a trailing moving average, mean +- std across seeds, against frames per seed."
     )

@@ -39,6 +39,9 @@ def test_budgets_are_scaled_to_whole_updates():
     assert tiny.total_timesteps == 512  # never less than one update
     override = bench.row_config(bench.MATRIX[0], bench.BenchTableArgs(), {"ppo-CartPole-v1": 2048})
     assert override.total_timesteps == 2048
+    fewer = bench.BenchTableArgs(seeds=4, row_seeds=("dqn-CartPole-v1=2",))
+    assert bench.row_config(bench.MATRIX[0], fewer, {}).num_seeds == 4
+    assert bench.row_config(bench.MATRIX[1], fewer, {}).num_seeds == 2
 
 
 def test_reuse_takes_only_a_finished_run_of_the_same_configuration(tmp_path):
@@ -62,6 +65,8 @@ def test_reuse_takes_only_a_finished_run_of_the_same_configuration(tmp_path):
         (["--rows", "ppo-Nope-v0"], "unknown row(s) ['ppo-Nope-v0']"),
         (["--budgets", "ppo-CartPole-v1=lots"], "--budgets takes ROW=STEPS"),
         (["--seeds", "0"], "--seeds and --budget-scale must be positive"),
+        (["--row-seeds", "ppo-CartPole-v1=0"], "--row-seeds takes ROW=SEEDS"),
+        (["--row-seeds", "ppo-Nope-v0=2"], "--row-seeds takes ROW=SEEDS"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(capsys, argv, message, tmp_path):
@@ -91,10 +96,13 @@ def test_smoke_run_writes_runs_plots_table_and_section(tmp_path):
     assert proc.returncode == 0, proc.stderr
     table = [line for line in proc.stdout.splitlines() if line.startswith("|")]
     assert table[0].startswith("| algo | env | protocol / notes | frames per seed | seeds |")
+    assert "| published reference | wall | steps/s | plot |" in table[0]
     # 0.003 x 5e5 = 1500 steps: 2 whole updates of 512.
     assert table[2].startswith("| PPO | CartPole-v1 | ") and "| 1,024 | 1 |" in table[2]
     assert "[png](docs/bench/ppo-CartPole-v1.png)" in table[2]
     assert table[3].startswith("| PPO | Breakout-v5 | ") and "measured on GPU only" in table[3]
+    assert "| 500 is the most an episode pays | " in table[2] and " min | " in table[2]
+    assert "| 430 +- 8 at 10M steps (CleanRL ppo_atari_envpool) |" in table[3]
     run_dir = tmp_path / "runs" / "ppo-CartPole-v1"
     assert (run_dir / "summary.json").exists()
     png_is_a_plot(run_dir / "returns.png")
@@ -122,7 +130,8 @@ def test_help_lists_the_flags(capsys):
         bench.main(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for flag in ["--rows", "--seeds", "--budget-scale", "--budgets", "--window", "--out-dir"]:
+    for flag in ["--rows", "--seeds", "--row-seeds", "--budget-scale", "--budgets", "--window"]:
         assert flag in out
-    for flag in ["--write-benchmarks", "--benchmarks", "--plots-dir", "--note", "--reuse"]:
+    for flag in ["--out-dir", "--write-benchmarks", "--benchmarks", "--plots-dir", "--note"]:
         assert flag in out
+    assert "--reuse" in out

@@ -177,11 +177,15 @@ def select_rows(args: BenchTableArgs) -> list[MatrixRow]:
 
 
 def row_config(row: MatrixRow, args: BenchTableArgs, budgets: dict[str, int]):
-    """The row's preset with the bench's seeds and budget (whole updates, at least one)."""
+    """The row's preset with the bench's seeds and budget: the preset's own ``total_timesteps``
+    unless scaled or overridden (schedules such as PQN's epsilon read it, so a row then trains
+    exactly what ``purerl train`` does), else that budget in whole updates (at least one)."""
     preset = algos.get(row.algo).presets[row.env]
     steps = budgets.get(row.name, preset.total_timesteps) * args.budget_scale
     per_update = preset.env_steps_per_update
     total = max(1, int(steps // per_update)) * per_update
+    if steps == preset.total_timesteps:
+        total = preset.total_timesteps
     seeds = parse_row_values("--row-seeds", "SEEDS", args.row_seeds, {r.name for r in MATRIX})
     changes = {"num_seeds": seeds.get(row.name, args.seeds), "total_timesteps": total}
     if hasattr(preset, "learning_starts"):
@@ -233,8 +237,9 @@ def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[st
     summary, cfg = outcome.summary, outcome.cfg
     preset = algos.get(row.algo).presets[row.env]
     preset_steps = preset.num_updates * preset.env_steps_per_update  # whole updates, as run
-    budget = f"{cfg.total_timesteps:,} steps"
-    if cfg.total_timesteps != preset_steps:
+    run_steps = cfg.num_updates * cfg.env_steps_per_update
+    budget = f"{run_steps:,} steps"
+    if run_steps != preset_steps:
         budget += f" (preset {preset_steps:,})"
     updates = "update" if outcome.window == 1 else "updates"
     return [

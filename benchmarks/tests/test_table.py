@@ -39,6 +39,10 @@ def test_budgets_are_scaled_to_whole_updates():
     assert tiny.total_timesteps == 512  # never less than one update
     override = bench.row_config(bench.MATRIX[0], bench.BenchTableArgs(), {"ppo-CartPole-v1": 2048})
     assert override.total_timesteps == 2048
+    # At the preset's own budget a row is the preset as `purerl train` runs it: 5e5 is not a
+    # whole number of updates, and PQN's epsilon schedule reads total_timesteps.
+    (pqn,) = [row for row in bench.MATRIX if row.name == "pqn-CartPole-v1"]
+    assert bench.row_config(pqn, bench.BenchTableArgs(), {}).total_timesteps == 500_000
     fewer = bench.BenchTableArgs(seeds=4, row_seeds=("dqn-CartPole-v1=2",))
     assert bench.row_config(bench.MATRIX[0], fewer, {}).num_seeds == 4
     assert bench.row_config(bench.MATRIX[1], fewer, {}).num_seeds == 2

@@ -26,7 +26,7 @@ import tyro
 from benchmarks.timing import peak_rss_mib
 from purerl import envs
 from purerl.algos.ppo import PPOHparams, make_ppo
-from purerl.loop import compile_chunk, init_agent
+from purerl.loop import compile_chunk, init_agents
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
 from purerl.runtime import configure_jax
 from purerl.sweep import flag_nonfinite_losses, stack_hparams
@@ -49,8 +49,7 @@ class Program:
     later calls may pass other configurations of the same number (other hyperparameters)."""
 
     def __init__(self, algo, configs):
-        # One jitted init reused across calls (init_agents would build and compile a new one).
-        self.init = jax.jit(jax.vmap(lambda seed: init_agent(algo, seed)))
+        self.algo = algo
         self.num_agents = len(configs)
         start = time.perf_counter()
         self.compiled = compile_chunk(algo, self.fresh(0, configs), configs[0].num_updates)
@@ -58,10 +57,10 @@ class Program:
 
     def fresh(self, call: int, configs):
         seeds = np.arange(self.num_agents, dtype=np.int32) + 1000 * call
-        agents = self.init(seeds)
-        # New hparams arrays every call: the compiled chunk donates its input buffers.
+        # Fresh agents every call (the compiled chunk donates its input buffers) from the one
+        # compiled init, which takes each agent's hyperparameters as data.
         hparams = stack_hparams(PPOHparams, configs)
-        return jax.block_until_ready(agents._replace(state=agents.state._replace(hparams=hparams)))
+        return jax.block_until_ready(init_agents(self.algo, seeds, hparams=hparams))
 
     def run(self, call: int, configs) -> float:
         """Seconds for one call on fresh seeds with ``configs``' hyperparameters."""

@@ -80,27 +80,50 @@ def strong_types(tree: Any) -> Any:
 
 
 def init_agents(
-    algo: Algo[S], seeds: Sequence[int], placement: Placement | None = None
+    algo: Algo[S],
+    seeds: Sequence[int],
+    placement: Placement | None = None,
+    hparams: Any = None,
 ) -> Agent[S]:
     """Agents for ``seeds``, stacked along a leading seed axis ``[S, ...]``.
 
     With a ``placement`` they are built on its devices: split over the seed axis, or, for data
-    parallelism, one replica per device stacked ``[D, S, ...]``.
+    parallelism, one replica per device stacked ``[D, S, ...]``. ``hparams`` gives each agent
+    its own traced hyperparameters (fields ``[S]``, a sweep's); by default every agent gets
+    ``algo.hparams``.
     """
     seeds = jnp.asarray(seeds, jnp.int32)
+    if hparams is None and algo.hparams is not None:
+        hparams = jax.tree.map(lambda x: np.full(seeds.shape, x, np.float32), algo.hparams)
     if placement is not None and placement.mode == "data":
-        seeds = jnp.broadcast_to(seeds, (placement.num_devices, *seeds.shape))
-    agents = init_program(algo, placement)(seeds)
+        seeds, hparams = jax.tree.map(
+            lambda x: jnp.broadcast_to(x, (placement.num_devices, *x.shape)), (seeds, hparams)
+        )
+    agents = init_program(algo, placement)((seeds, hparams))
     # Committed to where they are (no copy), as restored checkpoints are: the chunk program
     # then lowers to the same text, and a resumed run loads it from the compilation cache.
     return jax.device_put(agents, jax.tree.map(lambda x: x.sharding, agents))
 
 
 @functools.lru_cache(maxsize=32)
-def init_program(algo: Algo[S], placement: Placement | None) -> Callable[[Array], Agent[S]]:
-    """The jitted ``seeds -> agents`` of an algorithm, built once per algorithm and placement
-    (restoring a checkpoint builds fresh agents again, and should not compile again)."""
-    build = jax.vmap(lambda seed: init_agent(algo, seed))
+def init_program(algo: Algo[S], placement: Placement | None) -> Callable[[Any], Agent[S]]:
+    """The jitted ``(seeds, hparams) -> agents`` of an algorithm, built once per algorithm and
+    placement (restoring a checkpoint builds fresh agents again, and should not compile again).
+
+    The traced hyperparameters come in as data and replace the ``state.hparams`` that ``init``
+    built: nothing else in a fresh state depends on them, so the program is the same for every
+    value of them.
+    """
+
+    def build(inputs: tuple[Array, Any]) -> Agent[S]:
+        def one(seed: Array, hparams: Any) -> Agent[S]:
+            agent = init_agent(algo, seed)
+            if hparams is None:
+                return agent
+            return agent._replace(state=agent.state._replace(hparams=hparams))
+
+        return jax.vmap(one)(*inputs)
+
     return jax.jit(build if placement is None else place(placement, build))
 
 

@@ -75,15 +75,13 @@ def sweep_agents(algo: Algo, spec: AlgoSpec, configs: Sequence[Any]) -> Agent:
     """Fresh agents for a batch, stacked ``[K * S, ...]``, agent ``(k, s)`` at ``k * S + s``.
 
     ``algo`` is built from ``configs[0]``; the other configurations differ only in traced
-    fields. Swapping ``state.hparams`` after ``init`` gives what ``init`` of configuration ``k``
-    would: nothing else in the state depends on them (Adam's moments start at zero whatever
-    the rate, and schedules are functions of the step count read at update time).
+    fields, which ``init_agents`` takes per agent: that gives what ``init`` of configuration
+    ``k`` would, as nothing else in a fresh state depends on them (Adam's moments start at zero
+    whatever the rate, and schedules are functions of the step count read at update time).
     """
     base = configs[0]
     seeds = [base.seed + s for _ in configs for s in range(base.num_seeds)]
-    agents = init_agents(algo, seeds)
-    hparams = stack_hparams(spec.hparams_cls, configs)
-    return agents._replace(state=agents.state._replace(hparams=hparams))
+    return init_agents(algo, seeds, hparams=stack_hparams(spec.hparams_cls, configs))
 
 
 def flag_nonfinite_losses(algo: Algo) -> Algo:

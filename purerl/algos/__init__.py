@@ -1,12 +1,12 @@
 """Algorithms as pure functions, and the one registry every other part of purerl reads.
 
-An algorithm is an ``Algo(init, update, act)`` built from a configuration and an environment.
-Each algorithm module declares itself once, as an ``AlgoSpec`` named ``SPEC``: its name, its
-configuration and traced-hyperparameter classes, its builder, its presets, a tiny smoke
-configuration and its algorithm-specific run options. The command line, the Python API, sweeps,
-evaluation, checkpoints, benchmarks and the shared invariant tests all look algorithms up here
-and never spell one's name. Adding an algorithm is its module, one line in ``BUILTIN`` and its
-presets module; ``register`` adds one from outside purerl (a test, a user's package).
+An algorithm is an ``Algo(init, update, act, hparams)`` built from a configuration and an
+environment. Each algorithm module declares itself once, as an ``AlgoSpec`` named ``SPEC``: its
+name, its configuration and traced-hyperparameter classes, its builder, its presets, a tiny
+smoke configuration and its algorithm-specific run options. The command line, the Python API,
+sweeps, evaluation, checkpoints, benchmarks and the shared invariant tests all look algorithms
+up here and never spell one's name. Adding an algorithm is its module, one line in ``BUILTIN``
+and its presets module; ``register`` adds one from outside purerl (a test, a user's package).
 
 Importing this module imports no algorithm: they load on first lookup.
 """
@@ -17,6 +17,8 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, TypeVar
+
+import numpy as np
 
 from purerl.config import ConfigError
 from purerl.types import Array, Key, Metrics
@@ -36,11 +38,24 @@ class Algo(NamedTuple, Generic[S]):
     ``act(state, obs, key, greedy)`` is the trained policy for evaluation: actions ``[B, ...]``
     for observations ``[B, ...]``, the most likely ones when ``greedy`` (a Python bool), else
     sampled as the algorithm explores.
+
+    ``hparams`` is the ``state.hparams`` that ``init`` builds, as concrete float32 scalars (or
+    None). Given, ``purerl.loop`` passes them to the compiled ``init`` as data instead of
+    letting them be baked into it as constants, so configurations that differ only in traced
+    hyperparameters share one init program and its compilation-cache entry.
     """
 
     init: Callable[[Key], S]
     update: Callable[[S, Key], tuple[S, Metrics]]
     act: Callable[[S, Array, Key, bool], Array]
+    hparams: Any = None
+
+
+def concrete_hparams(hparams_cls: type, cfg: Any) -> Any:
+    """The traced hyperparameters of ``cfg`` as NumPy float32 scalars, the form ``Algo.hparams``
+    takes: concrete even when the algorithm is built inside a trace, and hashable, so an
+    ``Algo`` can key a cache of compiled programs."""
+    return hparams_cls(*(np.float32(getattr(cfg, name)) for name in hparams_cls._fields))
 
 
 @dataclasses.dataclass(frozen=True)

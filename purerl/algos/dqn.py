@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import optax
 
 from purerl import buffers
-from purerl.algos import Algo, AlgoSpec
+from purerl.algos import Algo, AlgoSpec, concrete_hparams
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -317,7 +317,7 @@ def make_dqn(
         epsilon = 0.0 if greedy else state.hparams.eps_end
         return act_epsilon_greedy(network, state.params, epsilon, obs, key).action
 
-    return Algo(init, update, evaluate_act)
+    return Algo(init, update, evaluate_act, concrete_hparams(DQNHparams, cfg))
 
 
 def replay_item(

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.algos import Algo, AlgoSpec
+from purerl.algos import Algo, AlgoSpec, concrete_hparams
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -278,7 +278,7 @@ def make_ppo(
         dist = network.apply(state.params, obs, method="policy_dist")
         return dist.mode() if greedy else dist.sample(key)
 
-    return Algo(init, update, evaluate_act)
+    return Algo(init, update, evaluate_act, concrete_hparams(PPOHparams, cfg))
 
 
 SPEC = AlgoSpec(

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.algos import Algo, AlgoSpec
+from purerl.algos import Algo, AlgoSpec, concrete_hparams
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -236,7 +236,7 @@ def make_pqn(
         dist = EpsilonGreedy(network.apply(state.params, obs), state.hparams.eps_end)
         return dist.mode() if greedy else dist.sample(key)
 
-    return Algo(init, update, evaluate_act)
+    return Algo(init, update, evaluate_act, concrete_hparams(PQNHparams, cfg))
 
 
 SPEC = AlgoSpec(

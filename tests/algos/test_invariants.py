@@ -16,7 +16,7 @@ import pytest
 
 from purerl import algos, envs
 from purerl.config import ConfigError
-from purerl.loop import init_agents, make_run_chunk, over_seeds, train
+from purerl.loop import init_agent, init_agents, init_program, make_run_chunk, over_seeds, train
 from tests.helpers import as_numpy, leaves_equal
 
 NAMES = algos.names()
@@ -81,6 +81,26 @@ def test_vmapped_seed_i_equals_a_single_run_with_seed_i(name):
         assert many.final_returns[i] == pytest.approx(
             single.final_returns[0], rel=1e-5, nan_ok=True
         )
+
+
+@pytest.mark.slow
+def test_init_is_one_program_whatever_the_traced_hyperparameters(name):
+    spec, cfg = smoke(name)
+    # Every traced field moved to another valid value (halving keeps rates and discounts valid).
+    other = dataclasses.replace(cfg, **{f: 0.5 * getattr(cfg, f) for f in spec.traced})
+    algo, other_algo = (spec.build(c, envs.from_config(c)) for c in (cfg, other))
+    seeds = jnp.zeros((1,), jnp.int32)
+    texts = [
+        init_program(a, None).lower((seeds, jax.tree.map(lambda x: x[None], a.hparams))).as_text()
+        for a in (algo, other_algo)
+    ]
+    assert texts[0] == texts[1]
+    # The loop's agents are exactly what the algorithm's own init builds for that config.
+    fed = init_agents(other_algo, [0])
+    built = jax.jit(jax.vmap(lambda seed: init_agent(other_algo, seed)))(seeds)
+    assert leaves_equal(fed, built)
+    expected = spec.hparams_cls.from_config(other)
+    assert leaves_equal(fed.state.hparams, jax.tree.map(lambda x: x[None], expected))
 
 
 @pytest.mark.slow

@@ -23,10 +23,18 @@ from purerl.rundir import MetricsWriter, write_json
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY_ARGS = [
-    "--num-envs", "4", "--rollout-len", "16", "--num-minibatches", "2", "--num-epochs", "1",
-    "--hidden-sizes", "8", "--total-timesteps", "384", "--no-progress",
+    "--num-envs", "4", "--rollout-len", "16", "--num-minibatches", "2", "--num-epochs", "2",
+    "--hidden-sizes", "16", "--total-timesteps", "384", "--no-progress",
 ]  # fmt: skip
-"""Flags of a tiny PPO run: 6 updates of 64 steps."""
+"""Flags of a tiny PPO run, 6 updates of 64 steps: PPO's smoke configuration. Tests that train
+it (with the same seeds and chunks) share compiled programs through the compilation cache."""
+
+DQN_TINY_ARGS = [
+    "--num-envs", "4", "--rollout-len", "8", "--buffer-size", "64", "--batch-size", "16",
+    "--learning-starts", "32", "--target-update-period", "64", "--hidden-sizes", "16",
+    "--total-timesteps", "192", "--no-progress",
+]  # fmt: skip
+"""Flags of a tiny DQN run, 6 updates of 32 steps: DQN's smoke configuration."""
 
 
 class CliResult(NamedTuple):

@@ -15,7 +15,7 @@ from purerl.ops.normalize import normalize
 from tests.helpers import leaves_equal, metric_rows
 
 TINY = dict(
-    num_envs=4, rollout_len=16, num_minibatches=2, num_epochs=1, hidden_sizes=(8,),
+    num_envs=4, rollout_len=16, num_minibatches=2, num_epochs=2, hidden_sizes=(16,),
     total_timesteps=384, num_seeds=2,
 )  # fmt: skip
 """The configuration of the session's ``tiny_run`` (tests/helpers.TINY_ARGS, 2 seeds)."""

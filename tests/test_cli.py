@@ -4,6 +4,7 @@ What needs a real process (signals, the console script, the experiment scripts) 
 ``test_processes.py``.
 """
 
+import dataclasses
 import errno
 import json
 import os
@@ -14,12 +15,9 @@ from pathlib import Path
 import pytest
 
 from purerl import algos, rundir
-from tests.helpers import TINY_ARGS, one_error_line, run_cli, tree_digest
-
-DQN_TINY = [
-    "--num-envs", "4", "--rollout-len", "8", "--buffer-size", "64", "--batch-size", "16",
-    "--learning-starts", "32", "--hidden-sizes", "8", "--total-timesteps", "96", "--no-progress",
-]  # fmt: skip
+from purerl.algos.dqn import DQNConfig
+from purerl.algos.ppo import PPOConfig
+from tests.helpers import DQN_TINY_ARGS, TINY_ARGS, one_error_line, run_cli, tree_digest
 
 
 def rows(run_dir):
@@ -29,7 +27,11 @@ def rows(run_dir):
 def test_tiny_ppo_run_writes_config_metrics_and_summary(tiny_run):
     config = json.loads((tiny_run / "config.json").read_text())
     assert config["algo"] == "ppo" and config["config"]["num_envs"] == 4
-    assert config["config"]["hidden_sizes"] == [8] and config["run"]["keep_checkpoints"] == 10
+    assert config["config"]["hidden_sizes"] == [16] and config["run"]["keep_checkpoints"] == 10
+    # The tiny flags are PPO's smoke configuration, so their programs are the ones other tests
+    # compile (and the compilation cache serves).
+    saved = rundir.read_config(tiny_run / "config.json").make_config(PPOConfig, tiny_run)
+    assert saved == dataclasses.replace(algos.get("ppo").smoke, num_seeds=2)
     assert [r["update"] for r in rows(tiny_run)] == [1, 2, 3, 4, 5, 6]
     assert rows(tiny_run)[-1]["env_steps"] == 384
     assert len(rows(tiny_run)[-1]["per_seed"]["loss/total"]) == 2
@@ -194,31 +196,33 @@ def test_without_env_the_default_environments_preset_applies(name):
 @pytest.mark.slow
 def test_tiny_dqn_run_writes_config_metrics_and_summary(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_cli("train", "dqn", *DQN_TINY, "--num-seeds", "2", "--run-dir", run_dir)
+    result = run_cli("train", "dqn", *DQN_TINY_ARGS, "--num-seeds", "2", "--run-dir", run_dir)
     assert result.code == 0, result.stderr
     config = json.loads((run_dir / "config.json").read_text())
     assert config["algo"] == "dqn" and config["config"]["buffer_size"] == 64
+    saved = rundir.read_config(run_dir / "config.json").make_config(DQNConfig, run_dir)
+    assert saved == dataclasses.replace(algos.get("dqn").smoke, num_seeds=2)
     metrics = rows(run_dir)
-    assert [r["update"] for r in metrics] == [1, 2, 3]
+    assert [r["update"] for r in metrics] == [1, 2, 3, 4, 5, 6]
     # The first update only fills the buffer: no loss yet, and no error about it either.
     assert metrics[0]["loss/total"] is None and metrics[0]["optim/gradient_steps"] == 0
     assert metrics[-1]["loss/total"] is not None and metrics[-1]["optim/gradient_steps"] == 8
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["total_env_steps"] == 192 and len(summary["per_seed_final_return"]) == 2
+    assert summary["total_env_steps"] == 384 and len(summary["per_seed_final_return"]) == 2
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--batch-size", "128"], "--batch-size 128 exceeds --buffer-size 64"),
-        (["--learning-starts", "96"], "--learning-starts 96 is not below the run's 96 steps"),
+        (["--learning-starts", "192"], "--learning-starts 192 is not below the run's 192 steps"),
         (["--env", "Pendulum-v1"], "DQN needs discrete actions"),
         (["--loss", "l1"], "Expected one of ('huber', 'mse')"),
     ],
 )
 def test_bad_dqn_arguments_exit_2_with_one_line(tmp_path, args, message):
     run_dir = tmp_path / "run"
-    one_error_line(run_cli("train", "dqn", *DQN_TINY, *args, "--run-dir", run_dir), message)
+    one_error_line(run_cli("train", "dqn", *DQN_TINY_ARGS, *args, "--run-dir", run_dir), message)
     assert not run_dir.exists()
 
 
@@ -270,7 +274,7 @@ def test_bad_resume_exits_2_with_one_line_and_touches_nothing(tmp_path, stopped_
     elif case == "other run":
         shutil.copytree(stopped_run, run_dir)
         config = json.loads((run_dir / "config.json").read_text())
-        config["config"]["hidden_sizes"] = [16]
+        config["config"]["hidden_sizes"] = [8]
         (run_dir / "config.json").write_text(json.dumps(config))
     elif case == "other algorithm":
         shutil.copytree(stopped_run, run_dir)

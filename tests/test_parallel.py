@@ -67,7 +67,7 @@ def test_four_devices_match_one_device_in_both_modes(four_devices):
     # takes on the whole batch (parameters moved by ~1e-2; they agree to float rounding).
     assert found["data_moved"] > 1e-3 and found["data_grad_diff"] < 1e-6
     assert found["data_replicas_equal"]
-    assert found["data_param_shape"] == [4, 2, 16] and found["data_updates"] == 4
+    assert found["data_param_shape"] == [4, 2, 16] and found["data_updates"] == 6
 
 
 @pytest.mark.slow
@@ -92,9 +92,9 @@ def test_cli_trains_data_parallel_over_devices(four_devices):
     found, run_dir = four_devices
     code, stdout, stderr = found["data_run"]
     assert code == 0, stderr
-    assert "devices: 2 x cpu (data-parallel)" in stdout
+    assert "devices: 4 x cpu (data-parallel)" in stdout
     summary = json.loads((run_dir / "data" / "summary.json").read_text())
-    assert summary["num_devices"] == 2 and summary["total_env_steps"] == 384
+    assert summary["num_devices"] == 4 and summary["total_env_steps"] == 2 * 384
 
 
 @pytest.mark.slow

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from purerl import algos, envs
-from purerl.algos.dqn import DQNConfig, make_dqn
-from purerl.algos.ppo import PPOConfig, PPOHparams, make_ppo
+from purerl.algos.dqn import make_dqn
+from purerl.algos.ppo import PPOHparams, make_ppo
 from purerl.logging import ChunkReport
 from purerl.loop import train
 from purerl.sweep import (
@@ -27,26 +27,10 @@ from purerl.sweep import (
     sweep,
 )
 
-TINY_PPO = PPOConfig(
-    num_envs=4,
-    rollout_len=16,
-    num_minibatches=2,
-    num_epochs=1,
-    hidden_sizes=(8,),
-    total_timesteps=4 * 16 * 4,
-    seed=7,
-)
-TINY_DQN = DQNConfig(
-    num_envs=4,
-    rollout_len=8,
-    buffer_size=64,
-    batch_size=16,
-    learning_starts=32,
-    target_update_period=64,
-    hidden_sizes=(8,),
-    total_timesteps=4 * 8 * 4,
-    seed=3,
-)
+# The algorithms' smoke configurations, so the single runs compared with a sweep's agents load
+# the programs other tests compile from the compilation cache.
+TINY_PPO = dataclasses.replace(algos.get("ppo").smoke, seed=7)
+TINY_DQN = dataclasses.replace(algos.get("dqn").smoke, seed=3)
 LEARNING_RATES = (1e-3, 3e-3, 1e-2)
 
 

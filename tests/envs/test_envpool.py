@@ -170,20 +170,9 @@ def test_a_short_run_of_every_algorithm_on_breakout_is_deterministic(name):
     assert first.summary.num_updates == 3
     assert np.isfinite(first.summary.steps_per_second) and first.summary.steps_per_second > 0
     assert np.isfinite(first.history["loss/total"][:, -1]).all()
-
-
-@pytest.mark.slow
-def test_dqn_on_atari_stores_uint8_frames_once():
-    from purerl.algos.dqn import DQNConfig, make_dqn
-
-    cfg = DQNConfig(
-        env="Breakout-v5", num_envs=2, rollout_len=8, buffer_size=64, batch_size=8,
-        learning_starts=16, total_timesteps=2 * 8 * 2,
-    )  # fmt: skip
-    algo = make_dqn(cfg, envs.make(cfg.env, cfg.num_envs))
-    state = algo.init(jax.random.key(0))
-    state, metrics = jax.jit(algo.update)(state, jax.random.key(1))
-    state, metrics = jax.jit(algo.update)(state, jax.random.key(2))
-    assert state.buffer.data.obs.dtype == jnp.uint8
-    assert state.buffer.data.next_obs == ()  # read from the following slot instead
-    assert int(metrics["optim/gradient_steps"]) > 0 and np.isfinite(metrics["loss/total"])
+    if name == "dqn":
+        # The replay buffer keeps Atari frames as uint8, each frame once: the next observation
+        # is read from the following slot rather than stored a second time.
+        assert first.agents.state.buffer.data.obs.dtype == jnp.uint8
+        assert first.agents.state.buffer.data.next_obs == ()
+        assert first.history["optim/gradient_steps"][:, -1].min() > 0

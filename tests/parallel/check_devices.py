@@ -105,9 +105,11 @@ def data_mode_gradient_equals_full_batch() -> dict:
 
 
 def data_mode_trains() -> dict:
-    cfg = dataclasses.replace(TINY, num_seeds=2, total_timesteps=4 * TINY.env_steps_per_update)
+    # The data-parallel run of the command line below (2 seeds, 4 devices, one env each), so
+    # that run loads this program from the compilation cache.
+    cfg = dataclasses.replace(TINY, num_seeds=2)
     placement = make_placement(select_devices("cpu", 4), "data", 2, 4)
-    algo = make_ppo(cfg, envs.make(cfg.env, 1), axis_name=DEVICE_AXIS)
+    algo = make_ppo(cfg, envs.from_config(cfg, 1), axis_name=DEVICE_AXIS)
     result = train(algo, cfg, placement=placement)
     leaf = jax.tree.leaves(result.agents.state.params)[0]
     return {"data_param_shape": list(leaf.shape), "data_updates": result.timing.updates_done}
@@ -127,8 +129,8 @@ def command_line(run_dir: str) -> dict:
         result = run_cli("train", "ppo", *TINY_ARGS, *args, "--run-dir", f"{run_dir}/{name}")
         found[f"refused_{name}"] = [result.code, result.stderr]
     result = run_cli(
-        "train", "ppo", *TINY_ARGS, "--parallel", "data", "--num-devices", "2",
-        "--run-dir", f"{run_dir}/data",
+        "train", "ppo", *TINY_ARGS, "--parallel", "data", "--num-devices", "4", "--num-seeds",
+        "2", "--run-dir", f"{run_dir}/data",
     )  # fmt: skip
     found["data_run"] = [result.code, result.stdout, result.stderr]
     doctor = run_cli("doctor", "--quick", "--seconds", "0.2", "--no-envpool")

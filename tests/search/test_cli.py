@@ -17,30 +17,34 @@ from purerl.search.plan import make_plan
 from purerl.search.spec import parse_spec
 from tests.helpers import one_error_line, run_cli
 
+# PPO's smoke configuration (the budget is its 6 updates of 64 steps), so a search's single
+# reruns share compiled programs with the other tests through the compilation cache.
 TINY = [
     "--param",
     "rollout_len=16",
     "--param",
     "num_minibatches=2",
     "--param",
-    "num_epochs=1",
+    "num_epochs=2",
     "--param",
-    "hidden_sizes=8",
+    "hidden_sizes=16",
     "--budget",
-    str(4 * 16 * 4),
+    str(4 * 16 * 6),
 ]
+# The learning rates of tests/test_sweep.py's sweep over the same configuration: the search's
+# batch is that sweep's program.
 SPEC = {
     "algo": "ppo",
     "env": "CartPole-v1",
     "seeds": 2,
-    "budget": 256,
+    "budget": 384,
     "params": {
-        "lr": {"grid": [1e-3, 1e-2]},
+        "lr": {"grid": [1e-3, 3e-3, 1e-2]},
         "num_envs": 4,
         "rollout_len": 16,
         "num_minibatches": 2,
-        "num_epochs": 1,
-        "hidden_sizes": [8],
+        "num_epochs": 2,
+        "hidden_sizes": [16],
     },
 }
 SPEC_YAML = """\
@@ -142,12 +146,12 @@ def tiny_search(tmp_path_factory):
 @pytest.mark.slow
 def test_tiny_local_search_writes_csv_table_best_config_spec_and_plot(tiny_search):
     search_dir, rows = tiny_search
-    assert [float(r["lr"]) for r in rows] == [1e-3, 1e-2]
+    assert [float(r["lr"]) for r in rows] == [1e-3, 3e-3, 1e-2]
     for row in rows:
         returns = [float(row["return_seed_0"]), float(row["return_seed_1"])]
         assert float(row["mean_return"]) == pytest.approx(np.mean(returns))
         assert float(row["std_return"]) == pytest.approx(np.std(returns))
-        assert row["status"] == "done" and int(row["updates"]) == 4
+        assert row["status"] == "done" and int(row["updates"]) == 6
         assert float(row["steps_per_second"]) > 0
     best = max(rows, key=lambda r: float(r["mean_return"]))
     table = (search_dir / "results.md").read_text().splitlines()
@@ -157,7 +161,7 @@ def test_tiny_local_search_writes_csv_table_best_config_spec_and_plot(tiny_searc
     assert record["algo"] == "ppo" and record["config"]["lr"] == float(best["lr"])
     assert set(record) == {"algo", "config", "run", "versions", "created"}
     spec = json.loads((search_dir / "spec.json").read_text())
-    assert spec["params"]["lr"] == {"grid": [1e-3, 1e-2]} and spec["seeds"] == 2
+    assert spec["params"]["lr"] == {"grid": [1e-3, 3e-3, 1e-2]} and spec["seeds"] == 2
     from matplotlib.image import imread
 
     pixels = imread(search_dir / "returns_vs_params.png")
@@ -222,9 +226,11 @@ DQN_TINY = [
     "--algo",
     "dqn",
     *("--param", "num_envs=4", "--param", "rollout_len=8", "--param", "buffer_size=64"),
-    *("--param", "batch_size=16", "--param", "learning_starts=32", "--param", "hidden_sizes=8"),
-    *("--param", "exploration_fraction=grid:0.2,0.8", "--budget", str(4 * 8 * 3)),
+    *("--param", "batch_size=16", "--param", "learning_starts=32", "--param", "hidden_sizes=16"),
+    *("--param", "target_update_period=64", "--budget", str(4 * 8 * 6)),
+    *("--param", "exploration_fraction=grid:0.2,0.8"),
 ]
+"""DQN's smoke configuration (6 updates of 32 steps) over two exploration fractions."""
 
 
 @pytest.mark.slow
@@ -234,9 +240,12 @@ def test_tiny_dqn_search_reports_progress_per_chunk(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[batch 1/1] 2 configuration(s) as one program (base shapes)" in out
     assert [line.split(" |")[0] for line in out.splitlines() if line.startswith("update ")] == [
-        "update 1/3",
-        "update 2/3",
-        "update 3/3",
+        "update 1/6",
+        "update 2/6",
+        "update 3/6",
+        "update 4/6",
+        "update 5/6",
+        "update 6/6",
     ]
     assert "[batch 1/1] done: 2/2 configurations | best so far: config " in out
     record = json.loads((search_dir / "best_config.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 from purerl import algos, envs
 from purerl.algos.dqn import DQNConfig, make_dqn
 from purerl.envs.probes import PROBES
-from purerl.loop import init_agents, make_run_chunk, over_seeds
+from purerl.loop import compile_chunk, init_agents
 from purerl.nets import make_q_network
 from tests.helpers import leaves_equal, train_probes
 
@@ -76,7 +76,9 @@ def test_epsilon_follows_the_linear_schedule():
     # iteration: steps 28, 60, 92, 124, ...
     cfg = TINY
     algo = make_dqn(cfg, envs.make(cfg.env, cfg.num_envs))
-    _, metrics = jax.jit(over_seeds(make_run_chunk(algo, 6)))(init_agents(algo, [0]))
+    # The loop's own 6-update program of the smoke configuration (the compilation cache has it).
+    agents = init_agents(algo, [0])
+    _, metrics = compile_chunk(algo, agents, 6)(agents)
     steps = np.arange(1, 7) * 32 - 4
     expected = 1.0 + np.clip(steps / 96, 0, 1) * (0.05 - 1.0)
     np.testing.assert_allclose(metrics["optim/epsilon"][0], expected, rtol=1e-6)

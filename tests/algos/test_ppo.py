@@ -11,7 +11,8 @@ import pytest
 from purerl import algos, envs
 from purerl.algos.ppo import PPOConfig, make_ppo
 from purerl.envs.probes import PROBES
-from purerl.loop import init_agents, make_run_chunk, over_seeds, train
+from purerl.loop import compile_chunk, init_agents, train
+from purerl.presets.ppo import PRESETS
 from tests.helpers import train_probes
 
 # The registry's smoke configuration (CartPole-v1): the same tiny run the shared invariants use.
@@ -24,9 +25,12 @@ def run(cfg: PPOConfig, updates_per_chunk=None):
 
 @pytest.mark.slow
 def test_continuous_actions_and_obs_normalisation_run():
+    # The Pendulum preset (observation normalisation on) cut to two small updates: the run
+    # tests/test_api.py trains through purerl.train, so they share its compiled programs.
     cfg = dataclasses.replace(
-        TINY, env="Pendulum-v1", normalize_obs=True, total_timesteps=4 * 16 * 2
+        PRESETS["Pendulum-v1"], num_envs=4, rollout_len=16, num_minibatches=2, total_timesteps=128
     )
+    assert cfg.normalize_obs
     result = run(cfg)
     log_std = result.agents.state.params["params"]["policy"]["log_std"]
     assert log_std.shape == (1, 1)
@@ -60,8 +64,9 @@ def test_lr_annealing_reaches_zero_only_when_enabled():
     env = envs.make(TINY.env, TINY.num_envs)
     for anneal, expect_decay in [(True, True), (False, False)]:
         algo = make_ppo(dataclasses.replace(TINY, anneal_lr=anneal), env)
-        chunk = jax.jit(over_seeds(make_run_chunk(algo, 6)))
-        _, metrics = chunk(init_agents(algo, [0]))
+        # The loop's own 6-update program: with annealing it is the smoke run's, cached.
+        agents = init_agents(algo, [0])
+        _, metrics = compile_chunk(algo, agents, 6)(agents)
         lr = np.asarray(metrics["optim/lr"])[0]
         assert (lr[-1] < lr[0]) == expect_decay
         assert lr[0] == np.float32(TINY.lr)

@@ -18,6 +18,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, TypeVar
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from purerl.config import ConfigError
@@ -56,6 +58,12 @@ def concrete_hparams(hparams_cls: type, cfg: Any) -> Any:
     takes: concrete even when the algorithm is built inside a trace, and hashable, so an
     ``Algo`` can key a cache of compiled programs."""
     return hparams_cls(*(np.float32(getattr(cfg, name)) for name in hparams_cls._fields))
+
+
+def hparams_from_config(hparams_cls: type, cfg: Any) -> Any:
+    """The traced hyperparameters of ``cfg`` as float32 JAX arrays, the form ``init`` puts in
+    the state; each algorithm's hparams NamedTuple exposes it as ``from_config``."""
+    return jax.tree.map(jnp.asarray, concrete_hparams(hparams_cls, cfg))
 
 
 @dataclasses.dataclass(frozen=True)

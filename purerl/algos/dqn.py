@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import optax
 
 from purerl import buffers
-from purerl.algos import Algo, AlgoSpec, concrete_hparams
+from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -151,9 +151,7 @@ class DQNHparams(NamedTuple):
     tau: Array
     max_grad_norm: Array
 
-    @classmethod
-    def from_config(cls, cfg: DQNConfig) -> DQNHparams:
-        return cls(*(jnp.asarray(getattr(cfg, name), jnp.float32) for name in cls._fields))
+    from_config = classmethod(hparams_from_config)
 
 
 class ReplayItem(NamedTuple):

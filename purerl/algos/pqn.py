@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.algos import Algo, AlgoSpec, concrete_hparams
+from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -111,9 +111,7 @@ class PQNHparams(NamedTuple):
     exploration_fraction: Array
     max_grad_norm: Array
 
-    @classmethod
-    def from_config(cls, cfg: PQNConfig) -> PQNHparams:
-        return cls(*(jnp.asarray(getattr(cfg, name), jnp.float32) for name in cls._fields))
+    from_config = classmethod(hparams_from_config)
 
 
 class PQNState(NamedTuple):

@@ -44,6 +44,21 @@ hypothesis.settings.register_profile("purerl", max_examples=40, deadline=None, d
 hypothesis.settings.load_profile("purerl")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Runs the modules holding a ``long`` test before all others, each module kept whole.
+
+    pytest-xdist hands each worker a contiguous block of the collection and lets idle workers
+    steal from the end of the others' blocks, so a 40-60 s test near the end of a block keeps
+    one worker busy long after the other ran out (measured: the Ray search test, last in its
+    block, ended the suite 40 s after the other worker). Started first, the long tests overlap
+    the short ones. Module order is kept otherwise, so module fixtures are still set up once.
+    This hook sees the whole session's items, ``benchmarks/tests`` included.
+    """
+    with_long = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in with_long)
+
+
 class SessionRun(NamedTuple):
     run_dir: Path
     summary: Summary

@@ -85,6 +85,7 @@ def test_load_gives_a_policy_on_raw_observations(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_the_readme_example_trains_cartpole_and_its_policy_balances(cartpole_run):
     assert cartpole_run.run_dir.is_dir()
     policy = purerl.load(cartpole_run.run_dir)

@@ -49,6 +49,7 @@ def test_the_wheel_holds_the_package_and_its_command_but_not_the_checkout(wheel)
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_the_installed_command_trains_from_outside_the_repository(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)

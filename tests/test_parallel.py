@@ -58,6 +58,7 @@ def four_devices(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_four_devices_match_one_device_in_both_modes(four_devices):
     found, _ = four_devices
     # Independent agents: each device runs its seed's program; same results as one device.
@@ -115,6 +116,7 @@ def free_port() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_two_processes_train_one_data_parallel_agent_and_agree():
     address = f"localhost:{free_port()}"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": "1"}

@@ -10,6 +10,7 @@ def run_bench(*args):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_tiny_search_bench_prints_single_sequential_and_sweep_rows():
     proc = run_bench("--num-configs", "2", "--total-timesteps", "1024", "--repeats", "1")
     assert proc.returncode == 0, proc.stderr

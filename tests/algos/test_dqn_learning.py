@@ -11,6 +11,7 @@ import purerl
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.learning
 def test_cartpole_reaches_400_within_500k_steps():
     result = purerl.train("dqn", env="CartPole-v1", num_seeds=2, total_timesteps=500_000)

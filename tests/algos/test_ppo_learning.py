@@ -11,6 +11,7 @@ import purerl
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.learning
 def test_cartpole_reaches_475_within_500k_steps(cartpole_run):
     # The session's trained CartPole run: the preset, 4 vmapped seeds, 5e5 steps each.
@@ -20,6 +21,7 @@ def test_cartpole_reaches_475_within_500k_steps(cartpole_run):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.learning
 def test_pendulum_improves_clearly_over_random_within_600k_steps():
     result = purerl.train("ppo", env="Pendulum-v1", num_seeds=2, total_timesteps=600_000)

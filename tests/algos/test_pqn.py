@@ -77,6 +77,7 @@ def test_the_q_network_normalises_its_layers_and_rejects_continuous_actions():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.learning
 def test_cartpole_reaches_475_within_500k_steps():
     # The preset, 2 vmapped seeds, 5e5 steps each (BENCHMARKS.md has what it reaches).

@@ -148,6 +148,7 @@ def test_missing_envpool_names_the_extra(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("name", algos.names())
 def test_a_short_run_of_every_algorithm_on_breakout_is_deterministic(name):
     import purerl

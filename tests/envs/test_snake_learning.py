@@ -27,6 +27,7 @@ def random_play_mean_return(env_id: str, num_envs: int = 256, num_steps: int = 2
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.learning
 def test_ppo_preset_learns_snake_6x6_within_1m_steps():
     # Observed on the 2-core development CPU (BENCHMARKS.md): seeds 0 and 1 reach 12.8 and 12.9

@@ -97,6 +97,7 @@ def local_ray():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_tiny_search_on_a_local_ray_instance(local_ray, tmp_path):
     search_dir = tmp_path / "search"
     args = [*TINY, "--param", "lr=grid:1e-3,1e-2", "--seeds", "2", "--backend", "ray"]

@@ -76,7 +76,7 @@ def main(args: BenchArgs) -> None:
     )
     rates = np.geomspace(1e-4, 1e-2, args.num_configs)
     configs = [dataclasses.replace(base, lr=float(lr)) for lr in rates]
-    env = envs.make(base.env, base.num_envs, normalize_obs=base.normalize_obs)
+    env = envs.from_config(base)
     single = Program(make_ppo(base, env), configs[:1])
     sweep = Program(flag_nonfinite_losses(make_ppo(base, env)), configs)
     single.run(0, configs[:1])  # warm-up calls

@@ -56,6 +56,9 @@ class CommonConfig:
     """Independent agents trained at once (vmapped)."""
     normalize_obs: bool = False
     """Standardise observations with running statistics."""
+    normalize_reward: bool = False
+    """Divide rewards by the running standard deviation of the return discounted with the
+    algorithm's gamma, clipped to [-10, 10]; reported episode returns stay unscaled."""
     env_options: tuple[str, ...] = ()
     """Environment options as key=value: Atari protocol fields (sticky_actions=0,
     episodic_life=False, reward_clip=False, noop_max, frame_skip, max_episode_steps), gymnax

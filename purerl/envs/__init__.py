@@ -25,6 +25,7 @@ from purerl.envs.wrappers import (
     ClipAction,
     NormalizeObservation,
     RecordEpisodeStats,
+    ScaleReward,
     Vectorize,
 )
 
@@ -182,6 +183,7 @@ def make(
     num_envs: int | None = None,
     *,
     normalize_obs: bool = False,
+    scale_reward_gamma: float | None = None,
     clip_actions: bool = True,
     seed: int = 0,
     num_seeds: int = 1,
@@ -193,6 +195,8 @@ def make(
         env_id: a registered id (``list_envs()``).
         num_envs: parallel environments per ``step``; None for one unbatched environment.
         normalize_obs: standardise observations with running statistics (needs ``num_envs``).
+        scale_reward_gamma: divide rewards by the running standard deviation of the return
+            discounted with this gamma (``ScaleReward``; needs ``num_envs``); None leaves them.
         clip_actions: clip continuous actions into the action space before stepping.
         seed: seed of impure backends, fixed when they are built (EnvPool); pure environments
             take their randomness from the keys given to ``reset`` and ``step`` instead.
@@ -219,6 +223,10 @@ def make(
         env = Vectorize(env, num_envs)
     if not entry.reports_episodes:
         env = RecordEpisodeStats(env)
+    if scale_reward_gamma is not None:
+        if num_envs is None:
+            raise ValueError("scale_reward_gamma needs num_envs: statistics are taken over a batch")
+        env = ScaleReward(env, gamma=scale_reward_gamma)
     if normalize_obs:
         if num_envs is None:
             raise ValueError("normalize_obs needs num_envs: statistics are taken over a batch")
@@ -241,6 +249,7 @@ def from_config(cfg: Any, num_envs: int | None = None) -> Environment:
             cfg.env,
             cfg.num_envs if num_envs is None else num_envs,
             normalize_obs=cfg.normalize_obs,
+            scale_reward_gamma=cfg.gamma if cfg.normalize_reward else None,
             seed=cfg.seed,
             num_seeds=cfg.num_seeds,
             **options,

@@ -2,7 +2,8 @@
 
 Each wrapper holds the environment it wraps and keeps its own data in a state record whose
 ``inner`` field is the wrapped environment's state. ``envs.make`` stacks them in this order:
-adapter -> ``ClipAction`` -> ``Vectorize`` -> ``RecordEpisodeStats`` -> ``NormalizeObservation``.
+adapter -> ``ClipAction`` -> ``Vectorize`` -> ``RecordEpisodeStats`` -> ``ScaleReward`` ->
+``NormalizeObservation``.
 """
 
 from __future__ import annotations
@@ -139,6 +140,50 @@ class RecordEpisodeStats(Wrapper):
         done = step.terminated | step.truncated
         accumulator, report = stats.accumulate(state.accumulator, step.reward, done, step.valid)
         return EpisodeStatsState(inner, accumulator), step._replace(episode=report)
+
+
+class ScaleRewardState(NamedTuple):
+    inner: Any
+    discounted_return: Array
+    """``[B]`` running discounted return of each env's current episode."""
+    return_stats: RunningMeanStd
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleReward(Wrapper):
+    """Divides rewards by the running standard deviation of the discounted return.
+
+    Each env keeps ``G = gamma * G + reward`` over its current episode (reset after the step that
+    ends it); every batch of ``G`` joins running statistics, and the reward is divided by their
+    standard deviation and clipped to ``[-clip, clip]``. The scale changes what the agent learns
+    from, never what is reported: stack it outside ``RecordEpisodeStats``, whose episode returns
+    stay in the environment's own units. Statistics are part of the state, so a checkpoint
+    carries them. Needs a vectorised environment.
+    """
+
+    gamma: float = 0.99
+    clip: float = 10.0
+
+    def __post_init__(self):
+        if self.env.spec.num_envs is None:
+            raise TypeError("ScaleReward needs a vectorised environment")
+
+    def reset(self, key: Key, params: Any) -> tuple[ScaleRewardState, Array]:
+        inner, obs = self.env.reset(key, params)
+        returns = jnp.zeros((self.env.spec.num_envs,), jnp.float32)
+        return ScaleRewardState(inner, returns, init_running_stats(())), obs
+
+    def step(
+        self, key: Key, state: ScaleRewardState, action: Array, params: Any
+    ) -> tuple[ScaleRewardState, Step]:
+        inner, step = self.env.step(key, state.inner, action, params)
+        returns = state.discounted_return * self.gamma + step.reward
+        return_stats = update_running_stats(state.return_stats, returns)
+        scale = jnp.sqrt(return_stats.var + 1e-8)
+        reward = jnp.clip(step.reward / scale, -self.clip, self.clip)
+        done = step.terminated | step.truncated
+        returns = jnp.where(done, 0.0, returns)
+        return ScaleRewardState(inner, returns, return_stats), step._replace(reward=reward)
 
 
 class NormalizeObsState(NamedTuple):

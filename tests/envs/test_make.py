@@ -1,3 +1,5 @@
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -5,6 +7,8 @@ import pytest
 
 from purerl import envs
 from purerl.envs.base import Box, Discrete
+from purerl.envs.wrappers import NormalizeObservation, RecordEpisodeStats, ScaleReward
+from purerl.presets.ppo import PRESETS as PPO_PRESETS
 
 
 def test_unknown_id_lists_close_matches():
@@ -52,3 +56,14 @@ def test_truncated_cartpole_reports_final_obs_and_bootstrap_flags():
     assert not np.allclose(last.obs, last.final_obs)
     np.testing.assert_allclose(steps[1].obs, steps[1].final_obs)
     assert int(last.episode.lengths[0]) == 3 and float(last.episode.returns[0]) == 3.0
+
+
+def test_from_config_stacks_the_normalisers_a_config_asks_for():
+    cfg = dataclasses.replace(PPO_PRESETS["Pendulum-v1"], normalize_reward=True, gamma=0.9)
+    env = envs.from_config(cfg)
+    # Observation statistics outermost, where policies and evaluation read them.
+    assert isinstance(env, NormalizeObservation)
+    assert isinstance(env.env, ScaleReward) and env.env.gamma == 0.9
+    assert isinstance(env.env.env, RecordEpisodeStats)
+    plain = envs.from_config(dataclasses.replace(cfg, normalize_reward=False, normalize_obs=False))
+    assert isinstance(plain, RecordEpisodeStats)

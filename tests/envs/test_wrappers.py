@@ -1,11 +1,21 @@
+import dataclasses
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from purerl import envs
+from purerl.envs.base import Discrete, EnvSpec, Step, no_episodes
 from purerl.envs.gymnax import make_gymnax
-from purerl.envs.wrappers import ClipAction, NormalizeObservation, RecordEpisodeStats, Vectorize
+from purerl.envs.wrappers import (
+    ClipAction,
+    NormalizeObservation,
+    RecordEpisodeStats,
+    ScaleReward,
+    Vectorize,
+)
 
 
 def run_steps(env, actions, seed=0):
@@ -83,3 +93,86 @@ def test_normalize_observation_uses_stats_of_all_seen_observations():
 def test_normalize_observation_needs_a_batch():
     with pytest.raises(TypeError, match="vectorised"):
         NormalizeObservation(make_gymnax("CartPole-v1"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Scripted:
+    """A vectorised environment that plays back fixed ``[T, B]`` rewards and episode ends."""
+
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    pure: bool = True
+
+    @property
+    def spec(self) -> EnvSpec:
+        return EnvSpec("Scripted", (1,), "float32", Discrete(2), self.rewards.shape[1])
+
+    @property
+    def default_params(self) -> Any:
+        return None
+
+    def reset(self, key, params):
+        return jnp.int32(0), jnp.zeros((self.spec.num_envs, 1), jnp.float32)
+
+    def step(self, key, t, action, params):
+        reward = jnp.asarray(self.rewards)[t]
+        obs = jnp.zeros((self.spec.num_envs, 1), jnp.float32)
+        terminated = jnp.asarray(self.terminated)[t]
+        truncated = jnp.asarray(self.truncated)[t]
+        valid = jnp.ones_like(terminated)
+        return t + 1, Step(obs, reward, terminated, truncated, obs, valid, no_episodes(reward))
+
+
+def scale_reward_reference(rewards, dones, gamma, clip=10.0):
+    """Rewards divided by the standard deviation of every discounted return seen so far."""
+    seen, returns, scaled = [], np.zeros(rewards.shape[1]), []
+    for reward, done in zip(rewards.astype(np.float64), dones, strict=True):
+        returns = returns * gamma + reward
+        seen.extend(returns)
+        # The statistics start from a prior of weight 1e-4 at mean 0, variance 1.
+        count = 1e-4 + len(seen)
+        mean = np.sum(seen) / count
+        var = (1e-4 + np.sum(np.square(seen))) / count - mean**2
+        scaled.append(np.clip(reward / np.sqrt(var + 1e-8), -clip, clip))
+        returns = np.where(done, 0.0, returns)
+    return np.array(scaled)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scale_reward_matches_numpy_and_leaves_episode_returns_unscaled(seed):
+    rng = np.random.default_rng(seed)
+    steps, num_envs, gamma = 40, 3, 0.9
+    rewards = rng.normal(-4.0, 3.0, (steps, num_envs)).astype(np.float32)
+    terminated = rng.random((steps, num_envs)) < 0.1
+    truncated = ~terminated & (rng.random((steps, num_envs)) < 0.1)
+    env = ScaleReward(RecordEpisodeStats(Scripted(rewards, terminated, truncated)), gamma=gamma)
+    _, out = run_steps(env, [jnp.zeros(num_envs, jnp.int32)] * steps)
+    expected = scale_reward_reference(rewards, terminated | truncated, gamma)
+    np.testing.assert_allclose([s.reward for s in out], expected, rtol=2e-4, atol=1e-5)
+    # What is learned from is scaled; what is reported is the environment's own return.
+    done = [np.asarray(s.episode.done) for s in out]
+    assert np.any(done)
+    returns = np.zeros(num_envs)
+    for reward, step, ended in zip(rewards, out, done, strict=True):
+        returns += reward
+        np.testing.assert_allclose(np.asarray(step.episode.returns)[ended], returns[ended], 1e-5)
+        returns[ended] = 0.0
+
+
+def test_scale_reward_keeps_large_rewards_within_the_clip():
+    # After 50 steps of unit-scale rewards on 8 envs, one of 1e4 is hundreds of deviations out.
+    rewards = np.random.default_rng(0).normal(0.0, 1.0, (51, 8)).astype(np.float32)
+    rewards[50, 0] = 1e4
+    no = np.zeros(rewards.shape, bool)
+    env = ScaleReward(RecordEpisodeStats(Scripted(rewards, no, no)), gamma=0.99)
+    _, out = run_steps(env, [jnp.zeros(8, jnp.int32)] * 51)
+    assert float(out[50].reward[0]) == 10.0
+    assert np.all(np.abs(np.asarray(out[50].reward[1:])) < 10.0)
+
+
+def test_scale_reward_needs_a_batch():
+    with pytest.raises(TypeError, match="vectorised"):
+        ScaleReward(make_gymnax("CartPole-v1"))
+    with pytest.raises(ValueError, match="scale_reward_gamma needs num_envs"):
+        envs.make("CartPole-v1", scale_reward_gamma=0.99)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import json
 import os
 import platform
 import shlex
@@ -93,9 +92,17 @@ MATRIX = (
         "ppo", "Breakout-MinAtar", "preset, 64 envs, 256x256 relu MLP",
         "about 28 at 10M steps (gymnax-blines); about 40 (PureJaxRL's plot)",
     ),
+    *(
+        MatrixRow("ppo", env, "preset, the Breakout-MinAtar settings unchanged", "-")
+        for env in ("Asterix-MinAtar", "Freeway-MinAtar", "SpaceInvaders-MinAtar")
+    ),
     MatrixRow(
         "pqn", "Breakout-MinAtar", "preset, 128 envs x 32 steps, 256x256 LayerNorm MLP",
         "- (no published PQN figure checked)",
+    ),
+    *(
+        MatrixRow("pqn", env, "preset, the Breakout-MinAtar settings unchanged", "-")
+        for env in ("Asterix-MinAtar", "Freeway-MinAtar", "SpaceInvaders-MinAtar")
     ),
     MatrixRow(
         "ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",
@@ -206,7 +213,8 @@ def finished_summary(run_dir: Path, cfg: Any):
         return None
     if run.status != "finished":
         return None
-    if run.record.config != json.loads(json.dumps(dataclasses.asdict(cfg))):
+    # Rebuilt as the configuration class, so fields added since the run read as their defaults.
+    if run.record.make_config(type(cfg), run_dir) != cfg:
         raise ConfigError(f"{run_dir} holds a run of another configuration; pick another --out-dir")
     return run.summary
 

@@ -59,6 +59,10 @@ def test_reuse_takes_only_a_finished_run_of_the_same_configuration(tmp_path):
     assert bench.finished_summary(run_dir, cfg) is None  # in progress
     (run_dir / "summary.json").write_text((run_dir.parent / "summary.json").read_text())
     assert bench.finished_summary(run_dir, cfg).num_updates == 9
+    # A run written before a field existed ran with that field's default: the same configuration.
+    del record["config"]["normalize_reward"]
+    (run_dir / "config.json").write_text(json.dumps(record))
+    assert bench.finished_summary(run_dir, cfg).num_updates == 9
     with pytest.raises(ConfigError, match="holds a run of another configuration"):
         bench.finished_summary(run_dir, dataclasses.replace(cfg, lr=1.0))
 

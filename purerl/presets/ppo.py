@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from purerl.algos.ppo import PPOConfig
 from purerl.envs.envpool import ATARI_GAMES
+from purerl.presets import MINATAR_GAMES
 
 
 def atari_ppo(env_id: str) -> PPOConfig:
@@ -33,6 +34,21 @@ def atari_ppo(env_id: str) -> PPOConfig:
     )
 
 
+def minatar(env: str) -> PPOConfig:
+    """One setting for every MinAtar game, not tuned per game: the Breakout-MinAtar preset's
+    64 envs x 128 steps, 8 minibatches x 4 epochs, 256x256 relu MLP on the flattened grid and
+    lr 5e-3 annealed, for 5M steps (gymnax-blines trains its one MinAtar PPO setting for 10M)."""
+    return PPOConfig(
+        env=env,
+        num_envs=64,
+        total_timesteps=5_000_000,
+        num_minibatches=8,
+        lr=5e-3,
+        activation="relu",
+        hidden_sizes=(256, 256),
+    )
+
+
 PRESETS: dict[str, PPOConfig] = {
     # Hyperparameters of the PPO reference implementations for classic control
     # (Huang et al. 2022, "The 37 implementation details of PPO").
@@ -54,15 +70,7 @@ PRESETS: dict[str, PPOConfig] = {
         # 1M steps: -157.4 +- 3.2 with it, -152.3 +- 3.1 without).
         clip_value_loss=False,
     ),
-    "Breakout-MinAtar": PPOConfig(
-        env="Breakout-MinAtar",
-        num_envs=64,
-        total_timesteps=5_000_000,
-        num_minibatches=8,
-        lr=5e-3,
-        activation="relu",
-        hidden_sizes=(256, 256),
-    ),
+    **{env: minatar(env) for env in MINATAR_GAMES},
     # Snake 10x10 from its [10, 10, 3] grid: many short games per update, a relu MLP and a
     # higher learning rate learn in minutes on CPU (BENCHMARKS.md, test_snake_learning.py).
     "Snake-v0": PPOConfig(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from purerl.algos.pqn import PQNConfig
 from purerl.envs.envpool import ATARI_GAMES
+from purerl.presets import MINATAR_GAMES
 
 
 def atari_pqn(env_id: str) -> PQNConfig:
@@ -35,14 +36,12 @@ def atari_pqn(env_id: str) -> PQNConfig:
     )
 
 
-PRESETS: dict[str, PQNConfig] = {
-    # CleanRL's settings (4 envs x 128) left seeds 100-107 at 373 +- 146 (three below 320); 32 x 32
-    # steps at lr 1e-3 reached 499.0 (worst seed 495) on the same seeds (BENCHMARKS.md).
-    "CartPole-v1": PQNConfig(env="CartPole-v1", num_envs=32, rollout_len=32, lr=1e-3),
-    "Acrobot-v1": PQNConfig(env="Acrobot-v1", num_envs=16, rollout_len=32, total_timesteps=500_000),
-    # MinAtar Breakout from its [10, 10, 4] grid: many games, a wider relu MLP.
-    "Breakout-MinAtar": PQNConfig(
-        env="Breakout-MinAtar",
+def minatar(env: str) -> PQNConfig:
+    """One setting for every MinAtar game (from its [10, 10, C] grid), not tuned per game: the
+    Breakout-MinAtar preset's 128 envs x 32 steps, 2 epochs x 16 minibatches, a wider LayerNorm
+    MLP (256 x 256), lr 5e-4, epsilon 1 -> 0.01 over the first 20%, for 5M steps."""
+    return PQNConfig(
+        env=env,
         num_envs=128,
         rollout_len=32,
         num_minibatches=16,
@@ -52,7 +51,15 @@ PRESETS: dict[str, PQNConfig] = {
         exploration_fraction=0.2,
         hidden_sizes=(256, 256),
         total_timesteps=5_000_000,
-    ),
+    )
+
+
+PRESETS: dict[str, PQNConfig] = {
+    # CleanRL's settings (4 envs x 128) left seeds 100-107 at 373 +- 146 (three below 320); 32 x 32
+    # steps at lr 1e-3 reached 499.0 (worst seed 495) on the same seeds (BENCHMARKS.md).
+    "CartPole-v1": PQNConfig(env="CartPole-v1", num_envs=32, rollout_len=32, lr=1e-3),
+    "Acrobot-v1": PQNConfig(env="Acrobot-v1", num_envs=16, rollout_len=32, total_timesteps=500_000),
+    **{env: minatar(env) for env in MINATAR_GAMES},
     # Snake 10x10 from its [10, 10, 3] grid, 256 games as for PPO and DQN.
     "Snake-v0": PQNConfig(
         env="Snake-v0",

@@ -74,7 +74,7 @@ class MatrixRow:
 # column says what bounds the return instead. The Atari rows follow CleanRL's EnvPool protocol
 # (no sticky actions) and budget (10M agent steps = 40M frames).
 MINATAR_UNTUNED = tuple(game for game in MINATAR_GAMES if game != "Breakout-MinAtar")
-"""MinAtar games whose presets carry Breakout-MinAtar's settings over unchanged."""
+"""MinAtar games whose presets carry Breakout-MinAtar's settings over (PPO's Asterix lr aside)."""
 
 MATRIX = (
     MatrixRow(
@@ -96,8 +96,20 @@ MATRIX = (
         "ppo", "Breakout-MinAtar", "preset, 64 envs, 256x256 relu MLP",
         "about 28 at 10M steps (gymnax-blines); about 40 (PureJaxRL's plot)",
     ),
+    MatrixRow(
+        "ppo", "Asterix-MinAtar",
+        "preset, the Breakout-MinAtar settings with lr 2.5e-3 (chosen on seeds 100-101)", "-",
+    ),
     *(
         MatrixRow("ppo", env, "preset, the Breakout-MinAtar settings unchanged", "-")
+        for env in MINATAR_UNTUNED
+        if env != "Asterix-MinAtar"
+    ),
+    MatrixRow(
+        "dqn", "Breakout-MinAtar", "preset, 128 envs, Double DQN, 256x256 relu MLP", "-"
+    ),
+    *(
+        MatrixRow("dqn", env, "preset, the Breakout-MinAtar settings unchanged", "-")
         for env in MINATAR_UNTUNED
     ),
     MatrixRow(

@@ -81,7 +81,9 @@ def main(args: AtariBenchArgs) -> None:
     def rollout(state, key):
         from purerl.nets import make_actor_critic
 
-        network = make_actor_critic(env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision)
+        network = make_actor_critic(
+            env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
+        )
         policy = functools.partial(act, network, state.params)
         return collect(env, None, policy, state.env_state, state.obs, key, steps).env_state
 

@@ -211,13 +211,21 @@ def make_torso(
 
 
 def make_actor_critic(
-    spec: EnvSpec, hidden_sizes: Sequence[int], activation: str, precision: str = "fp32"
+    spec: EnvSpec,
+    hidden_sizes: Sequence[int],
+    activation: str,
+    precision: str = "fp32",
+    layer_norm: bool = False,
 ) -> ActorCritic:
     """Separate MLP torsos for actor and critic, or one shared CNN torso for pixels."""
     if not isinstance(spec.action_space, Discrete | Box):
         raise TypeError(f"unsupported action space {spec.action_space}")
-    actor = make_torso(spec, hidden_sizes, activation, precision)
-    critic = None if is_pixels(spec) else make_torso(spec, hidden_sizes, activation, precision)
+
+    def torso():
+        return make_torso(spec, hidden_sizes, activation, precision, layer_norm)
+
+    actor = torso()
+    critic = None if is_pixels(spec) else torso()
     return ActorCritic(spec.action_space, actor_torso=actor, critic_torso=critic)
 
 

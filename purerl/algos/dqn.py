@@ -84,6 +84,8 @@ class DQNConfig(CommonConfig):
     """Double DQN targets: the online network picks the next action (van Hasselt et al. 2016)."""
     hidden_sizes: tuple[int, ...] = (120, 84)
     """Hidden layer widths of the Q-network MLP."""
+    layer_norm: bool = False
+    """LayerNorm before every hidden activation of the Q-network (PQN's default)."""
     activation: Activation = "relu"
     """Hidden activation."""
 
@@ -221,7 +223,9 @@ def make_dqn(
         raise ConfigError(f"DQN needs a vectorised environment; make {env.spec.id} with num_envs")
     if not env.spec.discrete:
         raise ConfigError(f"DQN needs discrete actions; {env.spec.id} has continuous ones")
-    network = make_q_network(env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision)
+    network = make_q_network(
+        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
+    )
     env_params = env.default_params if env_params is None else env_params
     # Reading next observations from the following slot halves the memory of pixel buffers; it
     # is exact where the environment resets on the step after an episode ends.

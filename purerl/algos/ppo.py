@@ -66,6 +66,8 @@ class PPOConfig(CommonConfig):
     """Standardise advantages within each minibatch."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer widths of the actor and critic MLPs."""
+    layer_norm: bool = False
+    """LayerNorm before every hidden activation of the actor and critic torsos."""
     activation: Activation = "tanh"
     """Hidden activation."""
 
@@ -199,7 +201,9 @@ def make_ppo(
             f"--num-minibatches {cfg.num_minibatches} does not divide the per-device batch of "
             f"{num_envs * cfg.rollout_len}"
         )
-    network = make_actor_critic(env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision)
+    network = make_actor_critic(
+        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
+    )
     env_params = env.default_params if env_params is None else env_params
     anneal = (cfg.num_updates, cfg.num_epochs * cfg.num_minibatches) if cfg.anneal_lr else None
 

@@ -171,3 +171,14 @@ def probe_q():
 @pytest.mark.slow
 def test_probe_q_values(probe_q, env_id, obs, expected_q):
     np.testing.assert_allclose(probe_q[env_id](obs), expected_q, atol=0.15)
+
+
+def test_layer_norm_option_puts_layer_norm_in_the_torso():
+    def torso_modules(cfg):
+        params = make_dqn(cfg, envs.make(cfg.env, cfg.num_envs)).init(jax.random.key(0)).params
+        return set(params["params"]["torso"])
+
+    assert any(
+        m.startswith("LayerNorm") for m in torso_modules(dataclasses.replace(TINY, layer_norm=True))
+    )
+    assert not any("LayerNorm" in m for m in torso_modules(TINY))

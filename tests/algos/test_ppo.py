@@ -123,3 +123,15 @@ def test_probe_policies(probe_agents, env_id, obs, best_action):
     chosen = np.asarray(probs)[np.arange(len(obs)), best_action]
     assert (chosen > 0.9).all(), probs
     np.testing.assert_allclose(values, 1.0, atol=0.2)
+
+
+def test_layer_norm_option_puts_layer_norm_in_both_torsos():
+    def torso_modules(cfg):
+        params = make_ppo(cfg, envs.make(cfg.env, cfg.num_envs)).init(jax.random.key(0)).params
+        return {name: set(params["params"][name]) for name in ("actor_torso", "critic_torso")}
+
+    assert all(
+        any(m.startswith("LayerNorm") for m in modules)
+        for modules in torso_modules(dataclasses.replace(TINY, layer_norm=True)).values()
+    )
+    assert not any("LayerNorm" in m for ms in torso_modules(TINY).values() for m in ms)

@@ -1,5 +1,7 @@
 """The Pendulum-v1 ceiling: its NumPy dynamics are gymnax's, and its DP and policy are sound."""
 
+import dataclasses
+
 import gymnax
 import jax
 import jax.numpy as jnp
@@ -67,3 +69,73 @@ def test_script_prints_both_estimates(capsys):
         "| DP greedy policy, simulated",
     ]
     assert all(-1500 < float(row.split(" | ")[1].split()[0]) < -100 for row in rows)
+
+
+def test_episode_starts_are_where_a_ppo_run_starts_its_episodes(monkeypatch):
+    """The zero-torque replay finds the observations a real run of the preset acts on at the
+    start of each episode (two updates of 16 envs x 256 steps: episodes start at steps 0 and
+    200 of every environment)."""
+    import purerl
+    import purerl.algos.ppo as ppo
+
+    acted_on = []
+    act = ppo.act
+
+    def recording_act(network, params, obs, key):
+        jax.debug.callback(lambda o: acted_on.append(np.asarray(o)), obs)
+        return act(network, params, obs, key)
+
+    monkeypatch.setattr(ppo, "act", recording_act)
+    budget = 2 * 16 * 256
+    purerl.train("ppo", env="Pendulum-v1", seed=3, normalize_obs=False, total_timesteps=budget)
+    acted_on = np.stack(acted_on)  # [512, 16, 3]
+    starts = pc.episode_starts(3, total_timesteps=budget)
+    assert len(starts.theta) == 2 * 16 and starts.num_updates == 2
+    first_obs = acted_on[[0, 200]].transpose(1, 0, 2).reshape(-1, 3)  # env-major, as returned
+    np.testing.assert_array_equal(starts.theta, np.arctan2(first_obs[:, 1], first_obs[:, 0]))
+    np.testing.assert_array_equal(starts.omega, first_obs[:, 2])
+    np.testing.assert_array_equal(starts.update, np.tile([0, 1], 16))
+
+
+def test_observation_normalisation_leaves_the_environment_stream_alone():
+    """The replay leaves normalisation out; the preset's runs have it. Stepping both with the
+    same keys and zero torque through a reset gives the same rewards, so the same states."""
+    from purerl import algos, envs
+    from purerl.rollout import PolicyStep, collect
+
+    preset = algos.get("ppo").base_config("Pendulum-v1")
+    assert preset.normalize_obs
+    rewards = []
+    for normalize in (True, False):
+        env = envs.from_config(dataclasses.replace(preset, normalize_obs=normalize, num_envs=4))
+        state, obs = env.reset(jax.random.key(7), env.default_params)
+        zero = lambda o, k: PolicyStep(jnp.zeros((o.shape[0], 1)))  # noqa: E731
+        rollout = collect(env, env.default_params, zero, state, obs, jax.random.key(8), 300)
+        rewards.append(np.asarray(rollout.transitions.reward))
+    np.testing.assert_array_equal(rewards[0], rewards[1])
+
+
+def test_scored_episodes_are_the_window_of_the_table_statistic():
+    from purerl.envs.stats import recent_mean_return
+
+    rng = np.random.default_rng(2)
+    update = np.sort(rng.integers(0, 40, 300))
+    starts = pc.ScoredStarts(np.zeros(300), np.zeros(300), update, 40)
+    per_episode = rng.normal(size=300)
+    counts = np.bincount(update, minlength=40)
+    means = np.bincount(update, weights=per_episode, minlength=40) / np.maximum(counts, 1)
+    want = recent_mean_return(np.where(counts > 0, means, np.nan)[None], counts[None])[0]
+    window = pc.scored(starts)
+    assert window.sum() >= 100 and not window[0]
+    np.testing.assert_allclose(per_episode[window].mean(), want, rtol=1e-12)
+
+
+def test_script_rates_the_scored_episodes_of_each_run_seed(capsys):
+    flags = ["--theta-cells", "60", "--omega-cells", "31", "--torques", "5"]
+    flags += ["--policy-torques", "9", "--episodes", "50", "--run-seeds", "0"]
+    assert pc.main(tyro.cli(pc.Args, args=flags)) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 0 |")]
+    assert len(rows) == 1
+    cells = rows[0].strip("|").split("|")
+    assert int(cells[1]) == 112  # 7 whole batches of the preset's 16 environments
+    assert all(-1500 < float(cell) < -100 for cell in cells[2:])

@@ -74,6 +74,8 @@ class Args:
     seed: int = 0
     run_seeds: tuple[int, ...] = ()
     """Seeds of the Pendulum-v1 PPO preset whose scored episodes to rate (the table reports 0-3)."""
+    run_timesteps: int | None = None
+    """Agent steps of the rated runs (default: the preset's 1M)."""
 
 
 def angle_normalize(theta: np.ndarray) -> np.ndarray:
@@ -287,7 +289,7 @@ def main(args: Args) -> int:
         print("| seed | scored episodes | DP value at their starts | DP greedy policy on them |")
         print("|---:|---:|---:|---:|")
         for seed in args.run_seeds:
-            starts = episode_starts(seed)
+            starts = episode_starts(seed, args.run_timesteps)
             window = scored(starts)
             theta, omega = starts.theta[window], starts.omega[window]
             value = interpolate(values[0], stencil(grid, theta, omega))

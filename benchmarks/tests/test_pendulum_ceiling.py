@@ -133,6 +133,7 @@ def test_scored_episodes_are_the_window_of_the_table_statistic():
 def test_script_rates_the_scored_episodes_of_each_run_seed(capsys):
     flags = ["--theta-cells", "60", "--omega-cells", "31", "--torques", "5"]
     flags += ["--policy-torques", "9", "--episodes", "50", "--run-seeds", "0"]
+    flags += ["--run-timesteps", "1000000"]
     assert pc.main(tyro.cli(pc.Args, args=flags)) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 0 |")]
     assert len(rows) == 1

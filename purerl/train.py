@@ -70,6 +70,10 @@ def resolve(
     """
     spec = algos.get(algo)
     cfg = spec.base_config(env, preset)
+    if env is not None:
+        # With a named preset, ``env`` trains that preset on another environment, as ``--preset
+        # NAME --env ID`` does on the command line (without one, ``cfg.env`` is ``env`` already).
+        overrides = {"env": env, **overrides}
     cfg_fields = {f.name for f in dataclasses.fields(spec.config_cls)}
     opt_fields = {f.name for f in dataclasses.fields(spec.options_cls)}
     unknown = sorted(set(overrides) - cfg_fields - opt_fields)

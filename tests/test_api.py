@@ -62,6 +62,16 @@ def test_the_python_route_keeps_the_presets_observation_normalisation():
     assert isinstance(result.agents.state.env_state, NormalizeObsState)
 
 
+def test_env_with_a_named_preset_trains_that_preset_on_env():
+    # As `purerl train ppo --preset Snake-v0 --env Snake-6x6-v0`: the preset's settings, the
+    # given environment (the preset's own environment was once trained instead, silently).
+    snake = purerl.algos.get("ppo").presets["Snake-v0"]
+    _, cfg, _ = purerl.train.resolve("ppo", "Snake-6x6-v0", "Snake-v0", {"num_seeds": 2})
+    assert cfg == dataclasses.replace(snake, env="Snake-6x6-v0", num_seeds=2)
+    _, cfg, _ = purerl.train.resolve("ppo", None, "Snake-v0", {})
+    assert cfg == snake
+
+
 def test_unknown_arguments_name_both_kinds_of_field():
     with pytest.raises(purerl.config.ConfigError, match="takes no argument learning_rate"):
         purerl.train("ppo", learning_rate=1e-3)

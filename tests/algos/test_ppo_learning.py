@@ -1,8 +1,8 @@
 """PPO learning runs with fixed budgets (run alone with ``pytest -m learning``).
 
 Observed on the 2-core development CPU (BENCHMARKS.md): CartPole-v1 with the preset reaches
-500.0 on 8 of 8 seeds in 5e5 steps; Pendulum-v1 reaches -322 +- 96 (4 seeds, worst -450) in
-6e5 steps, against about -1200 for the first, near-random update.
+500.0 on 8 of 8 seeds in 5e5 steps; Pendulum-v1 reaches -260.8 +- 37.2 (seeds 0 and 1) in 4e5
+steps, against about -1200 for the first, near-random update.
 """
 
 import pytest
@@ -23,6 +23,6 @@ def test_cartpole_reaches_475_within_500k_steps(cartpole_run):
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.learning
-def test_pendulum_improves_clearly_over_random_within_600k_steps():
-    result = purerl.train("ppo", env="Pendulum-v1", num_seeds=2, total_timesteps=600_000)
-    assert result.summary.final_mean_return > -700, result.summary.per_seed_final_return
+def test_pendulum_improves_clearly_over_random_within_400k_steps():
+    result = purerl.train("ppo", env="Pendulum-v1", num_seeds=2, total_timesteps=400_000)
+    assert result.summary.final_mean_return > -500, result.summary.per_seed_final_return

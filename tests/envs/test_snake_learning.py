@@ -29,14 +29,15 @@ def random_play_mean_return(env_id: str, num_envs: int = 256, num_steps: int = 2
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.learning
-def test_ppo_preset_learns_snake_6x6_within_1m_steps():
-    # Observed on the 2-core development CPU (BENCHMARKS.md): seeds 0 and 1 reach 12.8 and 12.9
-    # (about 14 food per game) in 1e6 steps, ~70 s with compile; random play scores -0.87.
+def test_ppo_preset_learns_snake_6x6_within_500k_steps():
+    # Observed on the 2-core development CPU: seeds 0 and 1 reach 7.9 and 5.8 (6 to 8 food per
+    # game) in 5e5 steps, ~13 s of training on both cores; random play scores -0.87. The
+    # preset's full learning curve is a benchmark run (BENCHMARKS.md, Snake learning).
     result = purerl.train(
-        "ppo", preset="Snake-v0", env="Snake-6x6-v0", total_timesteps=1_000_000, num_seeds=2
+        "ppo", preset="Snake-v0", env="Snake-6x6-v0", total_timesteps=500_000, num_seeds=2
     )
     random_return = random_play_mean_return("Snake-6x6-v0")
     assert random_return < -0.5
     summary = result.summary
-    assert summary.final_mean_return > 8.0, summary.per_seed_final_return
-    assert min(summary.per_seed_final_return) > 5.0
+    assert summary.final_mean_return > 4.0, summary.per_seed_final_return
+    assert min(summary.per_seed_final_return) > 3.0

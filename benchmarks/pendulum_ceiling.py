@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -51,6 +53,10 @@ GRAVITY = 10.0
 MASS = 1.0
 LENGTH = 1.0
 EPISODE_STEPS = 200
+SETTLED_ANGLE = 0.2
+"""Radians from upright within which the pole counts as balanced (``settle_step``)."""
+SHORTFALL_STEPS = (25, 50, 100, EPISODE_STEPS)
+WORST_FRACTION = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +82,9 @@ class Args:
     """Seeds of the Pendulum-v1 PPO preset whose scored episodes to rate (the table reports 0-3)."""
     run_timesteps: int | None = None
     """Agent steps of the rated runs (default: the preset's 1M)."""
+    compare_run: Path | None = None
+    """A Pendulum-v1 run directory: each seed's greedy policy (its latest checkpoint) and the
+    best policy on the same random starts, and where the former falls short of the latter."""
 
 
 def angle_normalize(theta: np.ndarray) -> np.ndarray:
@@ -151,6 +160,43 @@ def backward_induction(grid: Grid, torques: np.ndarray, gamma: float = 1.0) -> l
     return values[::-1]
 
 
+class Episodes(NamedTuple):
+    """Per-step records of a batch of simulated episodes."""
+
+    rewards: np.ndarray
+    """[EPISODE_STEPS, E]"""
+    theta: np.ndarray
+    """[EPISODE_STEPS, E] the angle each step starts from."""
+
+
+TorqueFn = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
+"""``(step, theta, omega) -> torque`` in [-2, 2], a policy on the true state."""
+
+
+def simulate(torque_fn: TorqueFn, theta: np.ndarray, omega: np.ndarray) -> Episodes:
+    """Episodes of ``torque_fn`` from the starts ``(theta, omega)`` on the exact dynamics."""
+    rewards, angles = [], []
+    for t in range(EPISODE_STEPS):
+        torque = torque_fn(t, theta, omega)
+        rewards.append(reward(theta, omega, torque))
+        angles.append(theta)
+        theta, omega = step(theta, omega, torque)
+    return Episodes(np.stack(rewards), np.stack(angles))
+
+
+def greedy_torque(
+    grid: Grid, values: list[np.ndarray], torques: np.ndarray, gamma: float = 1.0
+) -> TorqueFn:
+    """The one-step lookahead on ``values`` (discounted by ``gamma``) over ``torques``."""
+
+    def torque_fn(t: int, theta: np.ndarray, omega: np.ndarray) -> np.ndarray:
+        th, om, u = theta[:, None], omega[:, None], torques[None, :]
+        next_value = interpolate(values[t + 1], stencil(grid, *step(th, om, u)))
+        return torques[np.argmax(reward(th, om, u) + gamma * next_value, axis=1)]
+
+    return torque_fn
+
+
 def simulate_greedy(
     grid: Grid,
     values: list[np.ndarray],
@@ -161,15 +207,65 @@ def simulate_greedy(
 ) -> np.ndarray:
     """Undiscounted returns of the one-step lookahead on ``values`` (discounted by ``gamma``)
     on the exact dynamics."""
-    returns = np.zeros_like(theta)
-    for t in range(EPISODE_STEPS):
-        th, om, u = theta[:, None], omega[:, None], torques[None, :]
-        next_value = interpolate(values[t + 1], stencil(grid, *step(th, om, u)))
-        lookahead = reward(th, om, u) + gamma * next_value
-        torque = torques[np.argmax(lookahead, axis=1)]
-        returns += reward(theta, omega, torque)
-        theta, omega = step(theta, omega, torque)
-    return returns
+    return simulate(greedy_torque(grid, values, torques, gamma), theta, omega).rewards.sum(0)
+
+
+def observation(theta: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """gymnax Pendulum-v1's observation of the state: [E, 3] (cos, sin, angular velocity)."""
+    return np.stack([np.cos(theta), np.sin(theta), omega], axis=-1).astype(np.float32)
+
+
+def trained_torque(policy: Callable[[np.ndarray], np.ndarray]) -> TorqueFn:
+    """A trained policy's action (clipped to [-2, 2], as the environment clips it)."""
+
+    def torque_fn(t: int, theta: np.ndarray, omega: np.ndarray) -> np.ndarray:
+        action = np.asarray(policy(observation(theta, omega)), np.float64).reshape(len(theta))
+        return np.clip(action, -MAX_TORQUE, MAX_TORQUE)
+
+    return torque_fn
+
+
+def settle_step(episodes: Episodes, tolerance: float = SETTLED_ANGLE) -> np.ndarray:
+    """[E] the first step from which the pole stays within ``tolerance`` of upright to the
+    end of the episode (EPISODE_STEPS when it is not upright at the end)."""
+    upright = np.abs(angle_normalize(episodes.theta)) < tolerance
+    stays = np.cumprod(upright[::-1], axis=0)[::-1].astype(bool)  # upright from t to the end
+    return np.where(stays.any(axis=0), np.argmax(stays, axis=0), EPISODE_STEPS)
+
+
+class Shortfall(NamedTuple):
+    """Where a policy's return falls short of the best policy's on the same starts."""
+
+    trained: float
+    """Mean return of the policy."""
+    best: float
+    """Mean return of the DP greedy policy."""
+    by_step: dict[int, float]
+    """Mean shortfall accumulated over the first k steps, for each k in SHORTFALL_STEPS."""
+    worst_share: float
+    """Fraction of the shortfall carried by the WORST_FRACTION of starts with the largest."""
+    worst_abs_angle: float
+    """Median |start angle| of those starts (pi: hanging straight down)."""
+    settle: tuple[float, float]
+    """Mean settle step of the policy and of the best policy."""
+    settle_worst: tuple[float, float]
+    """The same on the worst starts."""
+
+
+def shortfall(trained: Episodes, best: Episodes, theta0: np.ndarray) -> Shortfall:
+    per_step = (best.rewards - trained.rewards).mean(axis=1)
+    per_episode = (best.rewards - trained.rewards).sum(axis=0)
+    worst = np.argsort(per_episode)[-max(1, int(WORST_FRACTION * len(per_episode))) :]
+    settle_trained, settle_best = settle_step(trained), settle_step(best)
+    return Shortfall(
+        trained=float(trained.rewards.sum(0).mean()),
+        best=float(best.rewards.sum(0).mean()),
+        by_step={k: float(per_step[:k].sum()) for k in SHORTFALL_STEPS},
+        worst_share=float(per_episode[worst].sum() / per_episode.sum()),
+        worst_abs_angle=float(np.median(np.abs(angle_normalize(theta0[worst])))),
+        settle=(float(settle_trained.mean()), float(settle_best.mean())),
+        settle_worst=(float(settle_trained[worst].mean()), float(settle_best[worst].mean())),
+    )
 
 
 class ScoredStarts(NamedTuple):
@@ -247,6 +343,8 @@ def scored(starts: ScoredStarts) -> np.ndarray:
 
 
 def main(args: Args) -> int:
+    # A bad run directory fails at once, not after the backward induction.
+    compared = None if args.compare_run is None else load_pendulum_run(args.compare_run)
     rng = np.random.default_rng(args.seed)
     theta0 = rng.uniform(-np.pi, np.pi, args.episodes)
     omega0 = rng.uniform(-1.0, 1.0, args.episodes)
@@ -260,7 +358,8 @@ def main(args: Args) -> int:
 
     started = time.perf_counter()
     policy_torques = np.linspace(-MAX_TORQUE, MAX_TORQUE, args.policy_torques)
-    returns = simulate_greedy(grid, values, policy_torques, theta0, omega0, args.gamma)
+    best = simulate(greedy_torque(grid, values, policy_torques, args.gamma), theta0, omega0)
+    returns = best.rewards.sum(axis=0)
     sim_seconds = time.perf_counter() - started
 
     sem = returns.std() / np.sqrt(len(returns))
@@ -300,7 +399,62 @@ def main(args: Args) -> int:
                 f"| {seed} | {int(window.sum())} | {value_text} | {achieved.mean():.1f} |",
                 flush=True,
             )
+    if compared is not None:
+        print_shortfalls(compared, args.compare_run, best, theta0, omega0)
     return 0
+
+
+def load_pendulum_run(run_dir: Path):
+    """The latest checkpoint of a Pendulum-v1 run (``--compare-run``).
+
+    Raises:
+        SystemExit: with one line naming the problem, for a missing or unreadable run or one on
+            another environment.
+    """
+    from purerl.checkpoint import CheckpointError
+    from purerl.config import ConfigError
+    from purerl.evaluate import load_run
+
+    try:
+        run = load_run(run_dir, "latest")
+    except (CheckpointError, ConfigError) as err:
+        raise SystemExit(f"error: --compare-run: {err}") from None
+    if run.cfg.env != "Pendulum-v1":
+        raise SystemExit(
+            f"error: --compare-run needs a Pendulum-v1 run; {run_dir} trained {run.cfg.env}"
+        )
+    return run
+
+
+def print_shortfalls(run, run_dir: Path, best: Episodes, theta0: np.ndarray, omega0: np.ndarray):
+    """The table of ``--compare-run``: one row per seed of the run."""
+    from purerl.policy import Policy
+
+    worst = f"worst {WORST_FRACTION:.0%}"
+    print(
+        f"\nThe greedy policy of each seed of {run_dir} (latest checkpoint, update {run.step}) "
+        f"against the best policy, on the same {len(theta0)} starts. Shortfall: best minus "
+        f"trained return, accumulated over the first k steps; the {worst} of starts are those "
+        f"with the largest; settle: the first step from which the pole stays within "
+        f"{SETTLED_ANGLE} rad of upright (trained / best).\n"
+    )
+    by_step = " | ".join(f"shortfall by step {k}" for k in SHORTFALL_STEPS)
+    print(
+        f"| seed | trained | best | {by_step} | share of the {worst} | their median |start "
+        f"angle| | settle | settle, {worst} |"
+    )
+    print("|---:" * (7 + len(SHORTFALL_STEPS)) + "|")
+    for seed_index, seed in enumerate(np.asarray(run.agents.seed).tolist()):
+        policy = Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index)
+        found = shortfall(simulate(trained_torque(policy), theta0, omega0), best, theta0)
+        steps = " | ".join(f"{found.by_step[k]:.1f}" for k in SHORTFALL_STEPS)
+        print(
+            f"| {seed} | {found.trained:.1f} | {found.best:.1f} | {steps} | "
+            f"{found.worst_share:.0%} | {found.worst_abs_angle:.2f} | "
+            f"{found.settle[0]:.1f} / {found.settle[1]:.1f} | "
+            f"{found.settle_worst[0]:.1f} / {found.settle_worst[1]:.1f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

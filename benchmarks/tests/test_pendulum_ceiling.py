@@ -1,11 +1,13 @@
 """The Pendulum-v1 ceiling: its NumPy dynamics are gymnax's, and its DP and policy are sound."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import tyro
 
 from benchmarks import pendulum_ceiling as pc
@@ -140,3 +142,89 @@ def test_script_rates_the_scored_episodes_of_each_run_seed(capsys):
     cells = rows[0].strip("|").split("|")
     assert int(cells[1]) == 112  # 7 whole batches of the preset's 16 environments
     assert all(-1500 < float(cell) < -100 for cell in cells[2:])
+
+
+def test_observations_are_gymnax_observations():
+    env, params = gymnax.make("Pendulum-v1")
+    rng = np.random.default_rng(4)
+    theta, omega = rng.uniform(-7.0, 7.0, 64), rng.uniform(-8.0, 8.0, 64)
+
+    def gymnax_obs(th, om):
+        state = env.reset_env(jax.random.key(0), params)[1].replace(theta=th, theta_dot=om)
+        return env.get_obs(state)
+
+    want = jax.vmap(gymnax_obs)(jnp.asarray(theta, jnp.float32), jnp.asarray(omega, jnp.float32))
+    np.testing.assert_allclose(pc.observation(theta, omega), want, rtol=1e-5, atol=1e-5)
+
+
+def test_settle_step_is_where_the_pole_stays_upright_to_the_end():
+    down, up = np.pi, 0.05
+    columns = [
+        np.full(pc.EPISODE_STEPS, up),  # upright throughout: 0
+        np.r_[np.full(10, down), np.full(pc.EPISODE_STEPS - 10, up)],  # up from step 10
+        np.r_[np.full(5, down), np.full(15, up), np.full(10, down), np.full(170, -up)],  # 30
+        np.r_[np.full(pc.EPISODE_STEPS - 1, up), down],  # falls on the last step: never settled
+        np.r_[np.full(50, down), np.full(150, up + 2 * np.pi)],  # a whole turn is upright too
+    ]
+    episodes = pc.Episodes(np.zeros((pc.EPISODE_STEPS, 5)), np.stack(columns, axis=1))
+    np.testing.assert_array_equal(pc.settle_step(episodes), [0, 10, 30, pc.EPISODE_STEPS, 50])
+
+
+def test_shortfall_adds_up_over_steps_and_episodes():
+    rng = np.random.default_rng(5)
+    steps, count = pc.EPISODE_STEPS, 40
+    best_rewards = -rng.uniform(0.0, 1.0, (steps, count))
+    gap = np.zeros((steps, count))
+    gap[:30, :4] = 2.0  # four starts lose 60 each in their first 30 steps
+    gap[:, 4:] = 0.01  # every other start loses 2 spread over the episode
+    theta0 = np.r_[np.full(4, 3.0), np.full(count - 4, 0.5)]
+    angles = np.zeros((steps, count))
+    found = pc.shortfall(
+        pc.Episodes(best_rewards - gap, angles), pc.Episodes(best_rewards, angles), theta0
+    )
+    total = (4 * 60 + 36 * 2) / count
+    assert found.by_step[pc.EPISODE_STEPS] == pytest.approx(total)
+    assert found.best - found.trained == pytest.approx(total)
+    assert found.by_step[25] == pytest.approx((4 * 50 + 36 * 0.25) / count)
+    assert found.worst_share == pytest.approx(4 * 60 / (4 * 60 + 36 * 2))  # 10 % = 4 starts
+    assert found.worst_abs_angle == pytest.approx(3.0)
+    assert found.settle == (0.0, 0.0)
+
+
+@pytest.fixture(scope="module")
+def untrained_pendulum_run(tmp_path_factory):
+    """Two seeds of a one-update Pendulum-v1 PPO run: policies that have not learned."""
+    import purerl
+
+    run_dir = tmp_path_factory.mktemp("pendulum") / "run"
+    purerl.train("ppo", env="Pendulum-v1", num_envs=4, rollout_len=32, num_minibatches=2,
+                 num_epochs=1, hidden_sizes=(16,), total_timesteps=128, num_seeds=2,
+                 run_dir=run_dir)  # fmt: skip
+    return run_dir
+
+
+def test_script_rates_each_seed_of_a_run_against_the_best_policy(untrained_pendulum_run, capsys):
+    flags = ["--theta-cells", "60", "--omega-cells", "31", "--torques", "5"]
+    flags += ["--policy-torques", "9", "--episodes", "50"]
+    flags += ["--compare-run", str(untrained_pendulum_run)]
+    assert pc.main(tyro.cli(pc.Args, args=flags)) == 0
+    out = capsys.readouterr().out
+    rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| 0 |")]
+    rows += [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| 1 |")]
+    assert len(rows) == 2
+    for cells in rows:
+        trained, best, *by_step = (float(cell) for cell in cells[1:7])
+        # An untrained policy never swings the pole up: far below the best, short of it at
+        # every horizon, by the difference of the returns over the whole episode.
+        assert trained < best - 300
+        assert 0 < by_step[0] < by_step[1] < by_step[2] < by_step[3]
+        assert by_step[3] == pytest.approx(best - trained, abs=0.11)
+
+
+def test_script_refuses_a_missing_run_or_another_environment(tmp_path, monkeypatch):
+    with pytest.raises(SystemExit, match="--compare-run: run directory .* does not exist"):
+        pc.main(tyro.cli(pc.Args, args=["--compare-run", str(tmp_path / "none")]))
+    cartpole = SimpleNamespace(cfg=SimpleNamespace(env="CartPole-v1"))
+    monkeypatch.setattr("purerl.evaluate.load_run", lambda run_dir, which: cartpole)
+    with pytest.raises(SystemExit, match="needs a Pendulum-v1 run; .* trained CartPole-v1"):
+        pc.main(tyro.cli(pc.Args, args=["--compare-run", str(tmp_path)]))

@@ -57,6 +57,7 @@ SETTLED_ANGLE = 0.2
 """Radians from upright within which the pole counts as balanced (``settle_step``)."""
 SHORTFALL_STEPS = (25, 50, 100, EPISODE_STEPS)
 WORST_FRACTION = 0.1
+EARLY_STEPS = 25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +168,8 @@ class Episodes(NamedTuple):
     """[EPISODE_STEPS, E]"""
     theta: np.ndarray
     """[EPISODE_STEPS, E] the angle each step starts from."""
+    torque: np.ndarray
+    """[EPISODE_STEPS, E] the torque applied (within [-2, 2])."""
 
 
 TorqueFn = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
@@ -175,13 +178,14 @@ TorqueFn = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
 
 def simulate(torque_fn: TorqueFn, theta: np.ndarray, omega: np.ndarray) -> Episodes:
     """Episodes of ``torque_fn`` from the starts ``(theta, omega)`` on the exact dynamics."""
-    rewards, angles = [], []
+    rewards, angles, torques = [], [], []
     for t in range(EPISODE_STEPS):
         torque = torque_fn(t, theta, omega)
         rewards.append(reward(theta, omega, torque))
         angles.append(theta)
+        torques.append(torque)
         theta, omega = step(theta, omega, torque)
-    return Episodes(np.stack(rewards), np.stack(angles))
+    return Episodes(np.stack(rewards), np.stack(angles), np.stack(torques))
 
 
 def greedy_torque(
@@ -250,6 +254,9 @@ class Shortfall(NamedTuple):
     """Mean settle step of the policy and of the best policy."""
     settle_worst: tuple[float, float]
     """The same on the worst starts."""
+    early_torque_worst: tuple[float, float]
+    """Mean |torque| over the first EARLY_STEPS steps from the worst starts, of the policy and
+    of the best policy (2: full torque throughout)."""
 
 
 def shortfall(trained: Episodes, best: Episodes, theta0: np.ndarray) -> Shortfall:
@@ -265,6 +272,10 @@ def shortfall(trained: Episodes, best: Episodes, theta0: np.ndarray) -> Shortfal
         worst_abs_angle=float(np.median(np.abs(angle_normalize(theta0[worst])))),
         settle=(float(settle_trained.mean()), float(settle_best.mean())),
         settle_worst=(float(settle_trained[worst].mean()), float(settle_best[worst].mean())),
+        early_torque_worst=(
+            float(np.abs(trained.torque[:EARLY_STEPS, worst]).mean()),
+            float(np.abs(best.torque[:EARLY_STEPS, worst]).mean()),
+        ),
     )
 
 
@@ -436,14 +447,15 @@ def print_shortfalls(run, run_dir: Path, best: Episodes, theta0: np.ndarray, ome
         f"against the best policy, on the same {len(theta0)} starts. Shortfall: best minus "
         f"trained return, accumulated over the first k steps; the {worst} of starts are those "
         f"with the largest; settle: the first step from which the pole stays within "
-        f"{SETTLED_ANGLE} rad of upright (trained / best).\n"
+        f"{SETTLED_ANGLE} rad of upright (trained / best); torque: mean |torque| over the first "
+        f"{EARLY_STEPS} steps from the {worst} of starts (trained / best; 2 is full torque).\n"
     )
     by_step = " | ".join(f"shortfall by step {k}" for k in SHORTFALL_STEPS)
     print(
         f"| seed | trained | best | {by_step} | share of the {worst} | their median |start "
-        f"angle| | settle | settle, {worst} |"
+        f"angle| | settle | settle, {worst} | torque, {worst} |"
     )
-    print("|---:" * (7 + len(SHORTFALL_STEPS)) + "|")
+    print("|---:" * (8 + len(SHORTFALL_STEPS)) + "|")
     for seed_index, seed in enumerate(np.asarray(run.agents.seed).tolist()):
         policy = Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index)
         found = shortfall(simulate(trained_torque(policy), theta0, omega0), best, theta0)
@@ -452,7 +464,8 @@ def print_shortfalls(run, run_dir: Path, best: Episodes, theta0: np.ndarray, ome
             f"| {seed} | {found.trained:.1f} | {found.best:.1f} | {steps} | "
             f"{found.worst_share:.0%} | {found.worst_abs_angle:.2f} | "
             f"{found.settle[0]:.1f} / {found.settle[1]:.1f} | "
-            f"{found.settle_worst[0]:.1f} / {found.settle_worst[1]:.1f} |",
+            f"{found.settle_worst[0]:.1f} / {found.settle_worst[1]:.1f} | "
+            f"{found.early_torque_worst[0]:.2f} / {found.early_torque_worst[1]:.2f} |",
             flush=True,
         )
 

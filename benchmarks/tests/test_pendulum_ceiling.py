@@ -166,7 +166,8 @@ def test_settle_step_is_where_the_pole_stays_upright_to_the_end():
         np.r_[np.full(pc.EPISODE_STEPS - 1, up), down],  # falls on the last step: never settled
         np.r_[np.full(50, down), np.full(150, up + 2 * np.pi)],  # a whole turn is upright too
     ]
-    episodes = pc.Episodes(np.zeros((pc.EPISODE_STEPS, 5)), np.stack(columns, axis=1))
+    zeros = np.zeros((pc.EPISODE_STEPS, 5))
+    episodes = pc.Episodes(zeros, np.stack(columns, axis=1), zeros)
     np.testing.assert_array_equal(pc.settle_step(episodes), [0, 10, 30, pc.EPISODE_STEPS, 50])
 
 
@@ -179,8 +180,13 @@ def test_shortfall_adds_up_over_steps_and_episodes():
     gap[:, 4:] = 0.01  # every other start loses 2 spread over the episode
     theta0 = np.r_[np.full(4, 3.0), np.full(count - 4, 0.5)]
     angles = np.zeros((steps, count))
+    best_torque = np.full((steps, count), 2.0)
+    trained_torque = np.where(np.arange(steps)[:, None] < 10, -1.0, 0.5) * np.ones(count)
+    trained_torque[:, 4:] = 2.0  # the worst four starts alone show the partial torque
     found = pc.shortfall(
-        pc.Episodes(best_rewards - gap, angles), pc.Episodes(best_rewards, angles), theta0
+        pc.Episodes(best_rewards - gap, angles, trained_torque),
+        pc.Episodes(best_rewards, angles, best_torque),
+        theta0,
     )
     total = (4 * 60 + 36 * 2) / count
     assert found.by_step[pc.EPISODE_STEPS] == pytest.approx(total)
@@ -189,6 +195,8 @@ def test_shortfall_adds_up_over_steps_and_episodes():
     assert found.worst_share == pytest.approx(4 * 60 / (4 * 60 + 36 * 2))  # 10 % = 4 starts
     assert found.worst_abs_angle == pytest.approx(3.0)
     assert found.settle == (0.0, 0.0)
+    # |torque| 1 for 10 steps, then 0.5 for 15, from the worst starts
+    assert found.early_torque_worst == pytest.approx(((10 * 1 + 15 * 0.5) / 25, 2.0))
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +227,8 @@ def test_script_rates_each_seed_of_a_run_against_the_best_policy(untrained_pendu
         assert trained < best - 300
         assert 0 < by_step[0] < by_step[1] < by_step[2] < by_step[3]
         assert by_step[3] == pytest.approx(best - trained, abs=0.11)
+        torques = [float(x) for x in cells[-1].split("/")]
+        assert len(torques) == 2 and all(0.0 <= torque <= 2.0 for torque in torques)
 
 
 def test_script_refuses_a_missing_run_or_another_environment(tmp_path, monkeypatch):

@@ -290,6 +290,12 @@ def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str
             f"{where} was written with {layout['devices']} device(s) in {layout['mode']} mode; "
             f"resume with --parallel {layout['mode']} --num-devices {layout['devices']}"
         )
+    if record.get("policy_units") != expected.get("policy_units"):
+        raise CheckpointError(
+            f"{where} predates purerl's continuous policies in units of the action range "
+            "(2026-11-25): its policy would act with other actions than it was trained with; "
+            "train the run again"
+        )
     saved, wanted = record.get("config", {}), expected["config"]
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:

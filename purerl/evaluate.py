@@ -20,6 +20,7 @@ from purerl.algos import Algo, AlgoSpec
 from purerl.envs.render import render_frame
 from purerl.envs.wrappers import NormalizeObsState
 from purerl.loop import Agent, init_agents
+from purerl.nets import policy_units_record
 from purerl.types import Array, Key
 
 
@@ -47,9 +48,14 @@ def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
     record = rundir.read_config(run_dir)
     spec = algos.get(record.algo)
     cfg = record.make_config(spec.config_cls, run_dir)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    env = envs.from_config(cfg)
+    algo = spec.build(cfg, env)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
-    identity = {"algo": spec.name, "config": checkpoint.config_dict(cfg)}
+    identity = {
+        "algo": spec.name,
+        "config": checkpoint.config_dict(cfg),
+        **policy_units_record(env.spec.action_space),
+    }
     step, snapshot = checkpoint.restore_named(run_dir, which, fresh, identity)
     return LoadedRun(spec, cfg, algo, snapshot.agents, step)
 

@@ -226,3 +226,26 @@ def test_a_full_disk_stops_with_one_message_and_the_run_resumes_once_space_is_ba
     assert checkpoint.available_steps(tmp_path / "cut") == [1, 2]
     resumed = run("ppo", PPO, tmp_path / "cut", resume=True)
     assert leaves_equal(whole.result.agents, resumed.result.agents)
+
+
+@pytest.mark.slow
+def test_a_continuous_policy_from_before_action_range_units_is_refused(tmp_path):
+    import purerl
+    from purerl.evaluate import load_run
+
+    run_dir = tmp_path / "run"
+    tiny = dict(num_envs=4, rollout_len=32, num_minibatches=2, num_epochs=1, hidden_sizes=(16,))
+    purerl.train("ppo", env="Pendulum-v1", total_timesteps=128, run_dir=run_dir, **tiny)
+    load_run(run_dir)
+    # As a checkpoint written before the Gaussian moved to units of the action range.
+    (metadata,) = run_dir.glob("checkpoints/*/record/metadata")
+    record = json.loads(metadata.read_text())
+    assert record.pop("policy_units") == "action_range"
+    metadata.write_text(json.dumps(record))
+    files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    with pytest.raises(checkpoint.CheckpointError, match="predates purerl's continuous policies"):
+        load_run(run_dir)
+    result = run_cli("eval", str(run_dir), "--episodes", "2")
+    assert result.code != 0 and "train the run again" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files

@@ -45,3 +45,36 @@ def test_gaussian_samples_have_the_right_moments():
     draws = jax.vmap(dist.sample)(jax.random.split(jax.random.key(1), 5000))
     np.testing.assert_allclose(draws.mean(0), [1.0, -2.0], atol=0.1)
     np.testing.assert_allclose(draws.std(0), [0.5, 2.0], rtol=0.05)
+
+
+def test_the_policy_gaussian_works_in_units_of_the_action_range():
+    from purerl.envs.base import Box
+    from purerl.nets import PolicyHead
+
+    features = jax.random.normal(jax.random.key(0), (5, 8))
+    unit = PolicyHead(Box((-1.0, -1.0), (1.0, 1.0), (2,)))
+    params = unit.init(jax.random.key(1), features)
+    params["params"]["log_std"] = jnp.array([0.3, -0.2])
+    raw = unit.apply(params, features)
+    # [-1, 1]: the network's output is the mean itself, bit for bit.
+    dense = params["params"]["Dense_0"]
+    np.testing.assert_array_equal(raw.mean, features @ dense["kernel"] + dense["bias"])
+    np.testing.assert_array_equal(raw.log_std, params["params"]["log_std"])
+    # [-2, 2] x [0, 4]: the same parameters give the mean and std in the wider, shifted range.
+    wide = PolicyHead(Box((-2.0, 0.0), (2.0, 4.0), (2,))).apply(params, features)
+    np.testing.assert_allclose(wide.mean, np.asarray(raw.mean) * 2 + [0.0, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(np.exp(wide.log_std), 2 * np.exp([0.3, -0.2]), rtol=1e-6)
+    # An unbounded dimension keeps the raw output.
+    free = PolicyHead(Box((-math.inf, -2.0), (math.inf, 2.0), (2,))).apply(params, features)
+    np.testing.assert_array_equal(free.mean[:, 0], raw.mean[:, 0])
+    np.testing.assert_allclose(free.mean[:, 1], 2 * np.asarray(raw.mean[:, 1]), rtol=1e-6)
+
+
+def test_only_policies_whose_scale_changed_record_their_units():
+    from purerl.envs.base import Box, Discrete
+    from purerl.nets import policy_units_record
+
+    assert policy_units_record(Discrete(4)) == {}
+    assert policy_units_record(Box((-1.0,), (1.0,), (1,))) == {}
+    assert policy_units_record(Box((-math.inf,), (math.inf,), (1,))) == {}
+    assert policy_units_record(Box((-2.0,), (2.0,), (1,))) == {"policy_units": "action_range"}

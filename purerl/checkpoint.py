@@ -423,6 +423,18 @@ def restore_newest_readable(
     raise CheckpointError(f"no checkpoint of {run_dir} can be read ({reasons})")
 
 
+def run_identity(
+    algo: str, cfg: Any, action_space: Any, placement: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a run's checkpoints carry and ``restore`` checks: the algorithm, the configuration,
+    the device layout (``placement``, None for one device) and, for continuous policies whose
+    scale depends on the action bounds, their units (``nets.policy_units_record``)."""
+    from purerl.nets import policy_units_record
+
+    identity = {"algo": algo, "config": config_dict(cfg), "placement": placement}
+    return {**identity, **policy_units_record(action_space)}
+
+
 def config_dict(cfg: Any) -> dict[str, Any]:
     """A config dataclass as the JSON-normalised dict stored in checkpoints and config.json."""
     import json

@@ -20,7 +20,6 @@ from purerl.algos import Algo, AlgoSpec
 from purerl.envs.render import render_frame
 from purerl.envs.wrappers import NormalizeObsState
 from purerl.loop import Agent, init_agents
-from purerl.nets import policy_units_record
 from purerl.types import Array, Key
 
 
@@ -51,11 +50,7 @@ def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
     env = envs.from_config(cfg)
     algo = spec.build(cfg, env)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
-    identity = {
-        "algo": spec.name,
-        "config": checkpoint.config_dict(cfg),
-        **policy_units_record(env.spec.action_space),
-    }
+    identity = checkpoint.run_identity(spec.name, cfg, env.spec.action_space)
     step, snapshot = checkpoint.restore_named(run_dir, which, fresh, identity)
     return LoadedRun(spec, cfg, algo, snapshot.agents, step)
 

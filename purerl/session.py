@@ -35,7 +35,6 @@ from purerl.envs.base import Environment
 from purerl.extras import import_extra
 from purerl.logging import ProgressSink, Sink
 from purerl.loop import CheckpointPolicy, TrainResult, init_agents, train
-from purerl.nets import policy_units_record
 from purerl.options import RESUMABLE, RunOptions
 from purerl.runtime import initialize_distributed
 from purerl.signals import StopOnSignal, Stopped
@@ -147,12 +146,7 @@ def prepare(request: TrainRequest) -> Setup:
     if options.wandb_project:
         import_extra("wandb", "'purerl[wandb]'", "--wandb-project")
     layout = {"mode": placement.mode, "devices": placement.num_devices} if placement else None
-    identity = {
-        "algo": spec.name,
-        "config": checkpoint.config_dict(cfg),
-        "placement": layout,
-        **policy_units_record(env.spec.action_space),
-    }
+    identity = checkpoint.run_identity(spec.name, cfg, env.spec.action_space, layout)
     transient = () if env.pure else ("env_state", "obs")
     transient += tuple(f for f in options.excluded_state() if f in state_bytes)
     return Setup(request, env, algo, devices, placement, identity, transient, state_bytes)

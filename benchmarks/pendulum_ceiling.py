@@ -58,6 +58,11 @@ SETTLED_ANGLE = 0.2
 SHORTFALL_STEPS = (25, 50, 100, EPISODE_STEPS)
 WORST_FRACTION = 0.1
 EARLY_STEPS = 25
+NEAR_BOTTOM_ANGLE = 0.4
+"""Radians from hanging straight down that ``near_bottom`` covers, either side."""
+NEAR_BOTTOM_SPEED = 0.5
+"""Angular velocities (either sign) that ``near_bottom`` covers."""
+NEAR_BOTTOM_POINTS = 21
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +90,8 @@ class Args:
     """Agent steps of the rated runs (default: the preset's 1M)."""
     compare_run: Path | None = None
     """A Pendulum-v1 run directory: each seed's greedy policy (its latest checkpoint) and the
-    best policy on the same random starts, and where the former falls short of the latter."""
+    best policy on the same random starts, where the former falls short of the latter, and how
+    their torques compare on states near hanging straight down."""
 
 
 def angle_normalize(theta: np.ndarray) -> np.ndarray:
@@ -279,6 +285,33 @@ def shortfall(trained: Episodes, best: Episodes, theta0: np.ndarray) -> Shortfal
     )
 
 
+class NearBottom(NamedTuple):
+    """How a policy's first torque compares with the best policy's on a grid of states near
+    hanging straight down, where swing-ups from the hardest starts begin."""
+
+    torque: tuple[float, float]
+    """Mean |torque| of the policy and of the best policy."""
+    same_direction: float
+    """Share of the states where the policy pushes the way the best policy does."""
+    gap: float
+    """Mean |policy torque - best torque| (4: the opposite full torque everywhere)."""
+
+
+def near_bottom(trained: TorqueFn, best: TorqueFn) -> NearBottom:
+    """Both policies' torque at step 0 on a grid of NEAR_BOTTOM_POINTS x NEAR_BOTTOM_POINTS
+    states within NEAR_BOTTOM_ANGLE of the bottom and NEAR_BOTTOM_SPEED of rest."""
+    offset = np.linspace(-NEAR_BOTTOM_ANGLE, NEAR_BOTTOM_ANGLE, NEAR_BOTTOM_POINTS)
+    speed = np.linspace(-NEAR_BOTTOM_SPEED, NEAR_BOTTOM_SPEED, NEAR_BOTTOM_POINTS)
+    offset, speed = (grid.reshape(-1) for grid in np.meshgrid(offset, speed))
+    theta = angle_normalize(np.pi + offset)
+    ours, theirs = trained(0, theta, speed), best(0, theta, speed)
+    return NearBottom(
+        torque=(float(np.abs(ours).mean()), float(np.abs(theirs).mean())),
+        same_direction=float((np.sign(ours) == np.sign(theirs)).mean()),
+        gap=float(np.abs(ours - theirs).mean()),
+    )
+
+
 class ScoredStarts(NamedTuple):
     """Where the episodes a run is scored on start, and when each one ended."""
 
@@ -369,7 +402,8 @@ def main(args: Args) -> int:
 
     started = time.perf_counter()
     policy_torques = np.linspace(-MAX_TORQUE, MAX_TORQUE, args.policy_torques)
-    best = simulate(greedy_torque(grid, values, policy_torques, args.gamma), theta0, omega0)
+    best_torque = greedy_torque(grid, values, policy_torques, args.gamma)
+    best = simulate(best_torque, theta0, omega0)
     returns = best.rewards.sum(axis=0)
     sim_seconds = time.perf_counter() - started
 
@@ -411,7 +445,7 @@ def main(args: Args) -> int:
                 flush=True,
             )
     if compared is not None:
-        print_shortfalls(compared, args.compare_run, best, theta0, omega0)
+        print_shortfalls(compared, args.compare_run, best, best_torque, theta0, omega0)
     return 0
 
 
@@ -437,8 +471,15 @@ def load_pendulum_run(run_dir: Path):
     return run
 
 
-def print_shortfalls(run, run_dir: Path, best: Episodes, theta0: np.ndarray, omega0: np.ndarray):
-    """The table of ``--compare-run``: one row per seed of the run."""
+def print_shortfalls(
+    run,
+    run_dir: Path,
+    best: Episodes,
+    best_torque: TorqueFn,
+    theta0: np.ndarray,
+    omega0: np.ndarray,
+):
+    """The tables of ``--compare-run``: one row per seed of the run in each."""
     from purerl.policy import Policy
 
     worst = f"worst {WORST_FRACTION:.0%}"
@@ -456,9 +497,14 @@ def print_shortfalls(run, run_dir: Path, best: Episodes, theta0: np.ndarray, ome
         f"angle| | settle | settle, {worst} | torque, {worst} |"
     )
     print("|---:" * (8 + len(SHORTFALL_STEPS)) + "|")
-    for seed_index, seed in enumerate(np.asarray(run.agents.seed).tolist()):
-        policy = Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index)
-        found = shortfall(simulate(trained_torque(policy), theta0, omega0), best, theta0)
+    seeds = np.asarray(run.agents.seed).tolist()
+    near = []
+    for seed_index, seed in enumerate(seeds):
+        policy = trained_torque(
+            Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index)
+        )
+        near.append(near_bottom(policy, best_torque))
+        found = shortfall(simulate(policy, theta0, omega0), best, theta0)
         steps = " | ".join(f"{found.by_step[k]:.1f}" for k in SHORTFALL_STEPS)
         print(
             f"| {seed} | {found.trained:.1f} | {found.best:.1f} | {steps} | "
@@ -467,6 +513,22 @@ def print_shortfalls(run, run_dir: Path, best: Episodes, theta0: np.ndarray, ome
             f"{found.settle_worst[0]:.1f} / {found.settle_worst[1]:.1f} | "
             f"{found.early_torque_worst[0]:.2f} / {found.early_torque_worst[1]:.2f} |",
             flush=True,
+        )
+
+    points = NEAR_BOTTOM_POINTS**2
+    print(
+        f"\nThe first torque of each seed's greedy policy and of the best policy on {points} "
+        f"states within {NEAR_BOTTOM_ANGLE} rad of hanging straight down and "
+        f"{NEAR_BOTTOM_SPEED} rad/s of rest (an even grid), where the swing-ups from the "
+        f"hardest starts begin. Same direction: the share of those states where the trained "
+        f"policy pushes the way the best one does; gap: mean |trained - best| torque.\n"
+    )
+    print("| seed | mean \\|torque\\| (trained / best) | same direction | gap |")
+    print("|---:|---:|---:|---:|")
+    for seed, found in zip(seeds, near, strict=True):
+        print(
+            f"| {seed} | {found.torque[0]:.2f} / {found.torque[1]:.2f} | "
+            f"{found.same_direction:.0%} | {found.gap:.2f} |"
         )
 
 

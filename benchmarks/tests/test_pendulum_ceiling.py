@@ -199,6 +199,28 @@ def test_shortfall_adds_up_over_steps_and_episodes():
     assert found.early_torque_worst == pytest.approx(((10 * 1 + 15 * 0.5) / 25, 2.0))
 
 
+def test_near_bottom_compares_the_first_torque_on_states_near_hanging_down():
+    def best(t, theta, omega):  # push with the motion, away from the bottom at rest
+        assert t == 0
+        offset = pc.angle_normalize(theta - np.pi)
+        assert np.all(np.abs(offset) <= pc.NEAR_BOTTOM_ANGLE + 1e-9)
+        assert np.all(np.abs(omega) <= pc.NEAR_BOTTOM_SPEED)
+        return np.where(omega != 0, 2.0 * np.sign(omega), np.where(offset >= 0, 2.0, -2.0))
+
+    same = pc.near_bottom(best, best)
+    assert same == pc.NearBottom(torque=(2.0, 2.0), same_direction=1.0, gap=0.0)
+    opposite = pc.near_bottom(lambda t, theta, omega: -best(t, theta, omega), best)
+    assert opposite.same_direction == 0.0 and opposite.gap == pytest.approx(4.0)
+    half = pc.near_bottom(lambda t, theta, omega: 0.5 * best(t, theta, omega), best)
+    assert half.torque == pytest.approx((1.0, 2.0))
+    assert half.same_direction == 1.0 and half.gap == pytest.approx(1.0)
+    # Pushing one way everywhere agrees on the half of the grid where the best pushes that way.
+    one_way = pc.near_bottom(lambda t, theta, omega: np.full_like(theta, 2.0), best)
+    rows = pc.NEAR_BOTTOM_POINTS
+    agree = (rows // 2) * rows + (rows // 2 + 1)  # omega > 0, and omega 0 at offset >= 0
+    assert one_way.same_direction == pytest.approx(agree / rows**2)
+
+
 @pytest.fixture(scope="module")
 def untrained_pendulum_run(tmp_path_factory):
     """Two seeds of a one-update Pendulum-v1 PPO run: policies that have not learned."""
@@ -217,8 +239,13 @@ def test_script_rates_each_seed_of_a_run_against_the_best_policy(untrained_pendu
     flags += ["--compare-run", str(untrained_pendulum_run)]
     assert pc.main(tyro.cli(pc.Args, args=flags)) == 0
     out = capsys.readouterr().out
-    rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| 0 |")]
-    rows += [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| 1 |")]
+    first, near = out.split("hanging straight down and")
+
+    def seed_rows(text):
+        lines = text.splitlines()
+        return [line.strip("|").split("|") for line in lines if line[:4] in ("| 0 ", "| 1 ")]
+
+    rows = seed_rows(first)
     assert len(rows) == 2
     for cells in rows:
         trained, best, *by_step = (float(cell) for cell in cells[1:7])
@@ -229,6 +256,15 @@ def test_script_rates_each_seed_of_a_run_against_the_best_policy(untrained_pendu
         assert by_step[3] == pytest.approx(best - trained, abs=0.11)
         torques = [float(x) for x in cells[-1].split("/")]
         assert len(torques) == 2 and all(0.0 <= torque <= 2.0 for torque in torques)
+    rows = seed_rows(near)
+    assert len(rows) == 2
+    for _, torques, same, gap in rows:
+        trained, best = (float(x) for x in torques.split("/"))
+        # An untrained policy's torque is near 0 (its Gaussian's mean starts small); the
+        # best policy pushes hard from near the bottom, so the gap is close to its torque.
+        assert trained < 0.5 < 1.5 < best <= 2.0
+        assert float(gap) == pytest.approx(best, abs=trained + 1e-6)
+        assert 0 <= float(same.strip(" %")) <= 100
 
 
 def test_script_refuses_a_missing_run_or_another_environment(tmp_path, monkeypatch):

@@ -18,9 +18,18 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from purerl.nets import orthogonal
+
 
 class MLP(nn.Module):
-    """Hidden layers with orthogonal init (gain sqrt 2), then a head with gain ``head_gain``."""
+    """Hidden layers with orthogonal init (gain sqrt 2), then a head with gain ``head_gain``.
+
+    The initialiser is flax's, run one matrix at a time under ``vmap`` (``purerl.nets.orthogonal``:
+    the same values). PPO's vmapped ``train`` initialises actor and critic inside the program,
+    and two batched QR factorisations running at once can deadlock XLA:CPU's thread pool on two
+    cores (why purerl's networks use it). With flax's initialiser the 8-seed PPO program hung
+    twice on 2026-11-24, every thread waiting, and ran on other attempts.
+    """
 
     hidden: tuple[int, ...]
     outputs: int
@@ -31,8 +40,8 @@ class MLP(nn.Module):
     def __call__(self, x):
         act = {"tanh": nn.tanh, "relu": nn.relu}[self.activation]
         for width in self.hidden:
-            x = act(nn.Dense(width, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
-        return nn.Dense(self.outputs, kernel_init=nn.initializers.orthogonal(self.head_gain))(x)
+            x = act(nn.Dense(width, kernel_init=orthogonal(np.sqrt(2)))(x))
+        return nn.Dense(self.outputs, kernel_init=orthogonal(self.head_gain))(x)
 
 
 def gymnax_env(env_id: str):

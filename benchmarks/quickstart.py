@@ -102,14 +102,14 @@ def compile_breakdown(env_id: str) -> None:
     agents = jax.block_until_ready(loop.init_agents(algo, [0]))
     init_s = time.perf_counter() - start
     length = loop.plan_chunks(cfg.num_updates, None)[0]
-    chunk = loop.over_seeds(loop.make_run_chunk(algo, length))
+    chunk = loop.over_seeds(loop.make_run_chunk(algo, length), algo.lockstep)
     start = time.perf_counter()
     lowered = jax.jit(chunk, donate_argnums=0).lower(agents)
     lower_s = time.perf_counter() - start
     start = time.perf_counter()
     lowered.compile()
     compile_s = time.perf_counter() - start
-    whole = loop.over_seeds(loop.make_run_chunk(algo, cfg.num_updates))
+    whole = loop.over_seeds(loop.make_run_chunk(algo, cfg.num_updates), algo.lockstep)
     start = time.perf_counter()
     jax.jit(whole, donate_argnums=0).lower(agents).compile()
     aot_s = time.perf_counter() - start

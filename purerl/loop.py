@@ -149,21 +149,44 @@ def make_run_chunk(
     return run_chunk
 
 
-def over_seeds(fn: Callable[[Agent[S]], Any]) -> Callable[[Agent[S]], Any]:
-    """Maps ``fn`` over the leading seed axis.
+def over_seeds(
+    fn: Callable[[Agent[S]], tuple[Agent[S], Any]], lockstep: Sequence[str] = ()
+) -> Callable[[Agent[S]], tuple[Agent[S], Any]]:
+    """Maps ``fn`` (agent to agent and outputs) over the leading seed axis.
 
     A single seed skips ``vmap`` (a reshape drops and restores the axis): XLA's batched kernels
-    for a batch of one are measurably slower on CPU than the unbatched ones.
+    for a batch of one are measurably slower on CPU than the unbatched ones. Several seeds share
+    one copy of ``state.step`` and of the ``lockstep`` leaves (``Algo.lockstep``): all seeds of a
+    program start together and advance alike, so seed 0's copy goes in unmapped and comes out
+    broadcast to every seed. ``vmap`` refuses to compile if ``fn`` makes one depend on a
+    seed's data.
     """
-    mapped = jax.vmap(fn)
+    paths = tuple(f"state.{path}" for path in ("step", *lockstep))
 
-    def call(agents: Agent[S]) -> Any:
-        if jax.tree.leaves(agents)[0].shape[0] != 1:
-            return mapped(agents)
-        out = fn(jax.tree.map(lambda x: x.reshape(x.shape[1:]), agents))
-        return jax.tree.map(lambda x: x.reshape((1,) + x.shape), out)
+    def call(agents: Agent[S]) -> tuple[Agent[S], Any]:
+        num_seeds = jax.tree.leaves(agents)[0].shape[0]
+        if num_seeds == 1:
+            out = fn(jax.tree.map(lambda x: x.reshape(x.shape[1:]), agents))
+            return jax.tree.map(lambda x: x.reshape((1,) + x.shape), out)
+        axes = replace_paths(jax.tree.map(lambda _: 0, agents), paths, lambda _: None)
+        shared = replace_paths(agents, paths, lambda x: x[0])
+        out, rest = jax.vmap(fn, in_axes=(axes,), out_axes=(axes, 0))(shared)
+        return replace_paths(out, paths, lambda x: jnp.broadcast_to(x, (num_seeds, *x.shape))), rest
 
     return call
+
+
+def replace_paths(tree: Any, paths: Sequence[str], change: Callable[[Any], Any]) -> Any:
+    """``tree`` (nested NamedTuples) with ``change`` applied at each dotted attribute path."""
+    for path in paths:
+        tree = replace_path(tree, path.split("."), change)
+    return tree
+
+
+def replace_path(tree: Any, names: list[str], change: Callable[[Any], Any]) -> Any:
+    child = getattr(tree, names[0])
+    new = change(child) if len(names) == 1 else replace_path(child, names[1:], change)
+    return tree._replace(**{names[0]: new})
 
 
 def compile_chunk(
@@ -174,7 +197,7 @@ def compile_chunk(
     placement: Placement | None = None,
 ):
     """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
-    chunk = over_seeds(make_run_chunk(algo, num_updates, stream))
+    chunk = over_seeds(make_run_chunk(algo, num_updates, stream), algo.lockstep)
     if placement is not None:
         chunk = place(placement, chunk)
     return jax.jit(chunk, donate_argnums=0).lower(agents).compile()

@@ -45,12 +45,20 @@ class Algo(NamedTuple, Generic[S]):
     None). Given, ``purerl.loop`` passes them to the compiled ``init`` as data instead of
     letting them be baked into it as constants, so configurations that differ only in traced
     hyperparameters share one init program and its compilation-cache entry.
+
+    ``lockstep`` names, as dotted paths into the state (``"buffer.position"``), integer leaves
+    besides ``step`` that every seed of a program advances alike: counters driven by the number
+    of updates, never by data. Vmapped over seeds, ``purerl.loop`` keeps one copy of them and of
+    ``step`` for all seeds, so that a ``lax.cond`` on them stays a branch and a write at them
+    stays one indexed write, rather than becoming per-seed selects (both branches computed) and
+    scatters.
     """
 
     init: Callable[[Key], S]
     update: Callable[[S, Key], tuple[S, Metrics]]
     act: Callable[[S, Array, Key, bool], Array]
     hparams: Any = None
+    lockstep: tuple[str, ...] = ()
 
 
 def concrete_hparams(hparams_cls: type, cfg: Any) -> Any:

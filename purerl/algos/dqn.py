@@ -319,7 +319,10 @@ def make_dqn(
         epsilon = 0.0 if greedy else state.hparams.eps_end
         return act_epsilon_greedy(network, state.params, epsilon, obs, key).action
 
-    return Algo(init, update, evaluate_act, concrete_hparams(DQNHparams, cfg))
+    # Every seed writes one block of steps per iteration, so the buffer's position and fill
+    # advance with the update count: one copy serves all vmapped seeds (8 seeds 1.16x faster).
+    lockstep = ("buffer.position", "buffer.size")
+    return Algo(init, update, evaluate_act, concrete_hparams(DQNHparams, cfg), lockstep)
 
 
 def replay_item(

@@ -1,16 +1,21 @@
 """The host loop's planning and checks: chunk plans, non-finite losses, metrics rows."""
 
 import time
+from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from purerl.logging import ChunkReport
 from purerl.loop import (
+    Agent,
     CheckpointPolicy,
     checkpoint_due,
     first_nonfinite,
     nonfinite_message,
+    over_seeds,
     plan_chunks,
 )
 from purerl.rundir import report_rows
@@ -95,3 +100,35 @@ def test_report_rows_hold_per_seed_values_and_nan_free_means():
     assert rows[0]["episode/return"] == 2.0 and rows[1]["episode/return"] is None
     assert rows[1]["per_seed"]["loss/total"] == [0.25, 0.75]
     assert rows[1]["loss/total"] == 0.5
+
+
+class Counters(NamedTuple):
+    step: jax.Array
+    position: jax.Array
+    value: jax.Array
+
+
+def test_vmapped_seeds_share_lockstep_counters_and_refuse_seed_dependent_ones():
+    def advance(agent, bump_position_by_value=False):
+        state = agent.state
+        position = state.position + 3
+        if bump_position_by_value:
+            position = position + (state.value > 0).astype(jnp.int32)
+        state = Counters(state.step + 1, position, state.value + jax.random.normal(agent.key))
+        return agent._replace(state=state), state.value
+
+    keys = jax.random.split(jax.random.key(0), 3)
+    agents = Agent(
+        Counters(jnp.full(3, 5, jnp.int32), jnp.full(3, 7, jnp.int32), jnp.arange(3.0) - 1),
+        keys,
+        jnp.arange(3, dtype=jnp.int32),
+    )
+    out, values = jax.jit(over_seeds(advance, ("position",)))(agents)
+    np.testing.assert_array_equal(out.state.step, [6, 6, 6])
+    np.testing.assert_array_equal(out.state.position, [10, 10, 10])
+    # The rest stays per seed, and equals a plain vmap.
+    _, expected = jax.jit(jax.vmap(advance))(agents)
+    np.testing.assert_array_equal(values, expected)
+    assert len(set(np.asarray(values).tolist())) == 3
+    with pytest.raises(ValueError, match="out_axes"):
+        jax.jit(over_seeds(lambda a: advance(a, True), ("position",)))(agents)

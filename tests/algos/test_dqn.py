@@ -7,11 +7,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.extend.core import jaxprs_in_params
 
 from purerl import algos, envs
 from purerl.algos.dqn import DQNConfig, make_dqn
 from purerl.envs.probes import PROBES
-from purerl.loop import compile_chunk, init_agents
+from purerl.loop import compile_chunk, init_agents, make_run_chunk, over_seeds
 from purerl.nets import make_q_network
 from tests.helpers import leaves_equal, train_probes
 
@@ -182,3 +183,26 @@ def test_layer_norm_option_puts_layer_norm_in_the_torso():
         m.startswith("LayerNorm") for m in torso_modules(dataclasses.replace(TINY, layer_norm=True))
     )
     assert not any("LayerNorm" in m for m in torso_modules(TINY))
+
+
+def primitives(jaxpr) -> set[str]:
+    """Names of the primitives in a jaxpr and every jaxpr nested in it."""
+    found = set()
+    for eqn in jaxpr.eqns:
+        found.add(eqn.primitive.name)
+        for sub in jaxprs_in_params(eqn.params):
+            found |= primitives(sub)
+    return found
+
+
+def test_vmapped_seeds_keep_the_learning_starts_branch(tiny_algo):
+    # The update count (and the buffer position, Algo.lockstep) is one copy for all seeds, so
+    # the learning-starts cond stays a branch under vmap; on per-seed copies (a plain vmap) it
+    # becomes a select that computes the gradient step on every iteration.
+    algo, _ = tiny_algo
+    assert algo.lockstep == ("buffer.position", "buffer.size")
+    agents = init_agents(algo, range(3))
+    shared = over_seeds(make_run_chunk(algo, 1), algo.lockstep)
+    assert "cond" in primitives(jax.make_jaxpr(shared)(agents).jaxpr)
+    per_seed = jax.vmap(make_run_chunk(algo, 1))
+    assert "cond" not in primitives(jax.make_jaxpr(per_seed)(agents).jaxpr)

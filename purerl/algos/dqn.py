@@ -320,7 +320,8 @@ def make_dqn(
         return act_epsilon_greedy(network, state.params, epsilon, obs, key).action
 
     # Every seed writes one block of steps per iteration, so the buffer's position and fill
-    # advance with the update count: one copy serves all vmapped seeds (8 seeds 1.16x faster).
+    # advance with the update count: one copy serves all vmapped seeds (8 CartPole seeds 1.2x
+    # faster, BENCHMARKS.md).
     lockstep = ("buffer.position", "buffer.size")
     return Algo(init, update, evaluate_act, concrete_hparams(DQNHparams, cfg), lockstep)
 

@@ -64,6 +64,8 @@ def test_four_devices_match_one_device_in_both_modes(four_devices):
     # Independent agents: each device runs its seed's program; same results as one device.
     assert found["seeds_param_diff"] < 1e-6
     assert found["seeds_returns"][0] == pytest.approx(found["seeds_returns"][1], rel=1e-5)
+    # DQN's seeds share their update count and buffer position, and branch on them.
+    assert found["dqn_param_diff"] < 1e-6
     # Data parallel: 4 devices averaging gradients of quarter batches take the step one device
     # takes on the whole batch (parameters moved by ~1e-2; they agree to float rounding).
     assert found["data_moved"] > 1e-3 and found["data_grad_diff"] < 1e-6

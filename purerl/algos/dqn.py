@@ -264,7 +264,9 @@ def make_dqn(
     def skip_learning(state: DQNState, key: Key) -> tuple[PyTree, Any, Metrics]:
         """What ``learn`` returns, without a gradient step: unchanged parameters, zero metrics."""
         _, _, metrics = jax.eval_shape(learn, state, key)
-        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metrics)
+        # zeros_like keeps the manual axes learn's metrics vary over: under shard_map with a
+        # shared step (seeds over devices) both branches must vary alike.
+        zeros = jax.tree.map(jnp.zeros_like, metrics)
         return state.params, state.opt_state, zeros
 
     def iteration(state: DQNState, iteration_key: Key, steps_before: Array):

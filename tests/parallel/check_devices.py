@@ -14,7 +14,7 @@ import numpy as np
 import optax
 from jax.sharding import PartitionSpec as P
 
-from purerl import envs
+from purerl import algos, envs
 from purerl.algos.ppo import SPEC as PPO
 from purerl.algos.ppo import PPOBatch, PPOHparams, make_ppo, ppo_loss
 from purerl.loop import train
@@ -45,6 +45,26 @@ def seeds_mode_matches_single_device() -> dict:
         "seeds_param_diff": max_difference(single.agents.state.params, sharded.agents.state.params),
         "seeds_returns": [single.final_returns.tolist(), sharded.final_returns.tolist()],
     }
+
+
+def other_algorithms_split_seeds_over_devices() -> dict:
+    """DQN and PQN, 4 seeds over 4 devices beside one device: each has state that all seeds
+    share (``Algo.lockstep``) and DQN a ``lax.cond`` on it, which must type-check under
+    ``shard_map`` as under ``vmap``."""
+    found = {}
+    for name in ("dqn",):
+        spec = algos.get(name)
+        cfg = dataclasses.replace(spec.smoke, num_seeds=4)
+        env = envs.from_config(cfg)
+        single = train(spec.build(cfg, env), cfg, updates_per_chunk=cfg.num_updates)
+        placement = make_placement(select_devices("cpu", 4), "seeds", 4, cfg.num_envs)
+        sharded = train(
+            spec.build(cfg, env), cfg, updates_per_chunk=cfg.num_updates, placement=placement
+        )
+        found[f"{name}_param_diff"] = max_difference(
+            single.agents.state.params, sharded.agents.state.params
+        )
+    return found
 
 
 def random_batch(spec, n: int) -> PPOBatch:
@@ -143,6 +163,7 @@ if __name__ == "__main__":
     assert jax.device_count() == 4, jax.devices()
     findings = {
         **seeds_mode_matches_single_device(),
+        **other_algorithms_split_seeds_over_devices(),
         **data_mode_gradient_equals_full_batch(),
         **data_mode_trains(),
         **command_line(sys.argv[1]),

@@ -3,6 +3,7 @@
     python -m benchmarks.throughput --seeds 1 8                        # PPO vs the reference
     python -m benchmarks.throughput --algo dqn --seeds 1 8             # DQN vs the reference
     python -m benchmarks.throughput --peers reference rejax            # also rejax (pip install)
+    python -m benchmarks.throughput --num-devices 2                    # seeds over 2 CPU devices
 
 Each configuration trains its whole budget as one compiled program (every seed vmapped; one
 seed unmapped). The peers run the same hyperparameters in the same process, alternating call by
@@ -12,6 +13,11 @@ public rejax 0.1.3. Following ../shared/MEASURING.md: compile is timed on its ow
 a warm-up call and ``--repeats`` calls on fresh seeds; the table quotes their median, and the
 ratio column is the median of purerl's per-pair speed-ups over the peer. Steps count
 environment steps of all seeds together.
+
+With ``--num-devices D`` purerl splits the seeds over D devices (``purerl train --num-devices D``;
+on a CPU, D XLA:CPU devices), and each peer runs twice: as published (vmapped on one device)
+and placed the same way (``PEER/D``: its vmapped train function under ``jax.shard_map``), so
+the table separates what the placement gains from what the code gains.
 """
 
 from __future__ import annotations
@@ -24,12 +30,20 @@ from typing import Annotated
 
 import jax
 import tyro
+from jax.sharding import PartitionSpec as P
 
 from benchmarks import peers, reference
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl import algos, envs
 from purerl.loop import compile_chunk, init_agents
 from purerl.options import hint
+from purerl.parallel import (
+    DEVICE_AXIS,
+    Placement,
+    make_placement,
+    request_cpu_devices,
+    select_devices,
+)
 from purerl.runtime import configure_jax
 
 
@@ -51,6 +65,9 @@ class BenchArgs:
     """Timed calls after the warm-up call."""
     peers: tuple[str, ...] = ("reference",)
     """Implementations timed beside purerl: reference, rejax (pip install rejax), or none."""
+    num_devices: int = 1
+    """Devices the seeds are split over (CPU devices on a CPU); rows whose seeds do not divide
+    run on one device."""
 
 
 PEERS = {
@@ -61,16 +78,18 @@ PEERS = {
 """``run(call_index) -> seconds`` for one full call on fresh seeds."""
 
 
-def purerl_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
+def purerl_runner(
+    algo_name: str, cfg, num_seeds: int, placement: Placement | None = None
+) -> tuple[Runner, float]:
     algo = algos.get(algo_name).build(cfg, envs.from_config(cfg))
-    agents = init_agents(algo, range(num_seeds))
+    agents = init_agents(algo, range(num_seeds), placement)
     start = time.perf_counter()
-    compiled = compile_chunk(algo, agents, cfg.num_updates)
+    compiled = compile_chunk(algo, agents, cfg.num_updates, placement=placement)
     compile_s = time.perf_counter() - start
 
     def run(call: int) -> float:
         fresh = jax.block_until_ready(
-            init_agents(algo, [1000 * (call + 1) + i for i in range(num_seeds)])
+            init_agents(algo, [1000 * (call + 1) + i for i in range(num_seeds)], placement)
         )
         start = time.perf_counter()
         jax.block_until_ready(compiled(fresh))
@@ -79,11 +98,20 @@ def purerl_runner(algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
     return run, compile_s
 
 
-def peer_runner(peer: str, algo_name: str, cfg, num_seeds: int) -> tuple[Runner, float]:
+def peer_runner(
+    peer: str, algo_name: str, cfg, num_seeds: int, placement: Placement | None = None
+) -> tuple[Runner, float]:
     # Like purerl, a single seed runs without vmap (a batch of one is slower on CPU).
     train = PEERS[peer][algo_name](cfg)
     if num_seeds > 1:
         train = jax.vmap(train)
+    if placement is not None:
+        # Peers were written for one device; their loop carries do not declare how they vary
+        # over a device axis, so shard_map's check of that is off.
+        spec = P(DEVICE_AXIS)
+        train = jax.shard_map(
+            train, mesh=placement.mesh, in_specs=spec, out_specs=spec, check_vma=False
+        )
     keys = jax.random.split(jax.random.key(0), num_seeds)
     if num_seeds == 1:
         keys = keys[0]
@@ -139,15 +167,24 @@ def main(args: BenchArgs) -> None:
         f"{jax.default_backend()} device(s), jax {jax.__version__}; "
         f"median of {args.repeats} calls after a warm-up\n"
     )
-    header = "| impl | seeds | compile s | steps/s | steps/s per seed | purerl speed-up |"
+    header = "| impl | seeds | devices | compile s | steps/s | steps/s per seed | purerl speed-up |"
     print(header)
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     steps = cfg.num_updates * cfg.env_steps_per_update
     for num_seeds in args.seeds:
-        runners, compiles = {}, {}
-        runners["purerl"], compiles["purerl"] = purerl_runner(args.algo, cfg, num_seeds)
+        placement = seeds_placement(args.num_devices, num_seeds, cfg.num_envs)
+        devices = placement.num_devices if placement else 1
+        runners, compiles, where = {}, {}, {"purerl": devices}
+        runners["purerl"], compiles["purerl"] = purerl_runner(args.algo, cfg, num_seeds, placement)
         for peer in chosen:
             runners[peer], compiles[peer] = peer_runner(peer, args.algo, cfg, num_seeds)
+            where[peer] = 1
+            if placement is not None:
+                name = f"{peer}/{devices}"
+                runners[name], compiles[name] = peer_runner(
+                    peer, args.algo, cfg, num_seeds, placement
+                )
+                where[name] = devices
         times = measure(runners, args.repeats)
         for name in runners:
             sps = steps * num_seeds / statistics.median(times[name])
@@ -156,13 +193,23 @@ def main(args: BenchArgs) -> None:
                 ratios = [b / a for a, b in zip(times["purerl"], times[name], strict=True)]
                 speedup = f"{statistics.median(ratios):.2f}x"
             print(
-                f"| {name} | {num_seeds} | {compiles[name]:.1f} | {sps:,.0f} | "
+                f"| {name} | {num_seeds} | {where[name]} | {compiles[name]:.1f} | {sps:,.0f} | "
                 f"{sps / num_seeds:,.0f} | {speedup} |",
                 flush=True,
             )
     print(f"\npeak resident memory: {peak_rss_mib():,.0f} MiB")
 
 
+def seeds_placement(num_devices: int, num_seeds: int, num_envs: int) -> Placement | None:
+    """Seeds split over ``num_devices`` devices, or None (one device) when they do not divide."""
+    if num_devices == 1 or num_seeds % num_devices:
+        return None
+    return make_placement(select_devices("auto", num_devices), "seeds", num_seeds, num_envs)
+
+
 if __name__ == "__main__":
     configure_jax()
-    main(tyro.cli(BenchArgs, description=__doc__))
+    bench_args = tyro.cli(BenchArgs, description=__doc__)
+    if bench_args.num_devices > 1:
+        request_cpu_devices(bench_args.num_devices)
+    main(bench_args)

@@ -16,6 +16,7 @@ devices and each process runs the same program on its own devices.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -44,6 +45,8 @@ def select_devices(device: str | int, num_devices: int | None) -> list[jax.Devic
     Raises:
         ConfigError: no device of the requested kind, or not that many.
     """
+    if num_devices is not None and device in ("auto", "cpu"):
+        request_cpu_devices(num_devices)
     if isinstance(device, int) or device.isdigit():
         everything = jax.devices()
         if int(device) >= len(everything):
@@ -62,12 +65,34 @@ def select_devices(device: str | int, num_devices: int | None) -> list[jax.Devic
         raise ConfigError(f"--device must be auto, cpu, gpu or a device index, got {device!r}")
     if num_devices is not None:
         if num_devices < 1 or num_devices > len(chosen):
+            fix = ""
+            if chosen[0].platform == "cpu":
+                fix = (
+                    f"; JAX started its CPU backend before purerl could ask for more: set "
+                    f"JAX_NUM_CPU_DEVICES={num_devices} before the first JAX call"
+                )
             raise ConfigError(
                 f"--num-devices {num_devices}: {len(chosen)} {chosen[0].platform} device(s) "
-                "are available"
+                f"are available{fix}"
             )
         chosen = chosen[:num_devices]
     return chosen
+
+
+def request_cpu_devices(count: int) -> None:
+    """Has JAX's CPU backend start with at least ``count`` devices, if it has not started yet.
+
+    XLA:CPU runs one device's program on a pool shared by all cores, and for the small programs
+    of vector-env RL handing work between threads costs about what it saves. Two CPU devices run
+    two programs at once instead, so seeds split over as many CPU devices as cores train about
+    twice as fast on two cores (BENCHMARKS.md). Once the backend exists its device count is
+    fixed; ``select_devices`` then says how to set it.
+    """
+    if jax.config.jax_num_cpu_devices >= count:
+        return
+    # Once the backend exists the update raises; select_devices then reports the count it has.
+    with contextlib.suppress(RuntimeError):
+        jax.config.update("jax_num_cpu_devices", count)
 
 
 def _has_gpu() -> bool:

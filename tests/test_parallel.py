@@ -14,7 +14,7 @@ import pytest
 
 from purerl.config import ConfigError
 from purerl.parallel import make_placement, select_devices
-from tests.helpers import ROOT
+from tests.helpers import ROOT, TINY_ARGS
 
 
 def run_python(*args, devices=4, timeout=900):
@@ -31,11 +31,29 @@ def test_device_selection_errors_name_the_fix():
         select_devices("gpu", None)
     with pytest.raises(ConfigError, match="--device 7: JAX sees only 1 device"):
         select_devices("7", None)
-    with pytest.raises(ConfigError, match="--num-devices 2: 1 cpu device"):
+    with pytest.raises(
+        ConfigError, match="--num-devices 2: 1 cpu device.*JAX_NUM_CPU_DEVICES=2 before"
+    ):
         select_devices("cpu", 2)
     with pytest.raises(ConfigError, match="--device must be auto, cpu, gpu"):
         select_devices("tpu0", None)
     assert select_devices(0, None) == select_devices("0", None)
+
+
+@pytest.mark.slow
+def test_num_devices_on_a_cpu_starts_that_many_cpu_devices(tmp_path):
+    # A fresh process, as a user's: no JAX_NUM_CPU_DEVICES, so purerl itself asks JAX for them.
+    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "purerl", "train", "ppo", *TINY_ARGS, "--num-seeds", "2",
+         "--num-devices", "2", "--run-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, env={**env, "JAX_PLATFORMS": "cpu"}, cwd=ROOT,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "devices: 2 x cpu (seeds-parallel)" in proc.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["num_devices"] == 2 and len(summary["per_seed_final_return"]) == 2
 
 
 def test_counts_that_do_not_divide_are_refused():

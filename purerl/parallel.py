@@ -95,6 +95,13 @@ def request_cpu_devices(count: int) -> None:
         jax.config.update("jax_num_cpu_devices", count)
 
 
+def cpu_seed_split(num_seeds: int) -> int:
+    """How many CPU devices, at most one per core this process may use, the seeds of a run
+    would split over evenly (1: no split helps)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(d for d in range(1, min(cores or 1, num_seeds) + 1) if num_seeds % d == 0)
+
+
 def _has_gpu() -> bool:
     try:
         return bool(jax.devices("gpu"))

@@ -152,6 +152,24 @@ def prepare(request: TrainRequest) -> Setup:
     return Setup(request, env, algo, devices, placement, identity, transient, state_bytes)
 
 
+def cpu_split_hint(setup: Setup) -> str | None:
+    """A tip for several seeds on one CPU device of a many-core CPU, the user not having chosen
+    the devices: one device per core runs their programs side by side."""
+    cfg, options = setup.cfg, setup.request.options
+    if setup.placement or setup.devices[0].platform != "cpu" or not setup.env.pure:
+        return None
+    if options.num_devices is not None or options.device != "auto":
+        return None
+    split = parallel.cpu_seed_split(cfg.num_seeds)
+    if split == 1:
+        return None
+    return (
+        f"tip: --num-devices {split} splits the {cfg.num_seeds} seeds over {split} CPU devices, "
+        f"one per core (PPO on CartPole-v1 trains 1.9x as fast so on 2 cores, on "
+        f"Breakout-MinAtar 1.1x)"
+    )
+
+
 def describe(setup: Setup) -> str:
     """What a run will do, in one line (``--dry-run`` prints it)."""
     cfg = setup.cfg
@@ -179,6 +197,8 @@ def run(request: TrainRequest, stop: StopOnSignal | None = None) -> Outcome:
     try:
         setup = prepare(request)
         print(f"devices: {setup.placement.describe() if setup.placement else setup.devices[0]}")
+        if hint := cpu_split_hint(setup):
+            print(hint)
         if stop is not None and stop.signum is not None:
             raise Stopped(stop.signum)
         main = parallel.is_main_process()

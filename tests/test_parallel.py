@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from purerl.config import ConfigError
-from purerl.parallel import make_placement, select_devices
-from tests.helpers import ROOT, TINY_ARGS
+from purerl.parallel import cpu_seed_split, make_placement, select_devices
+from tests.helpers import ROOT, TINY_ARGS, run_cli
 
 
 def run_python(*args, devices=4, timeout=900):
@@ -54,6 +54,33 @@ def test_num_devices_on_a_cpu_starts_that_many_cpu_devices(tmp_path):
     assert "devices: 2 x cpu (seeds-parallel)" in proc.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["num_devices"] == 2 and len(summary["per_seed_final_return"]) == 2
+
+
+@pytest.mark.parametrize(
+    "cores, seeds, split", [(2, 8, 2), (2, 3, 1), (2, 1, 1), (4, 6, 3), (4, 8, 4), (1, 8, 1)]
+)
+def test_seeds_split_over_as_many_cpu_devices_as_cores_divide_them(
+    monkeypatch, cores, seeds, split
+):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(cores)))
+    assert cpu_seed_split(seeds) == split
+
+
+def test_several_seeds_on_one_cpu_device_print_the_split_tip(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1})
+    tip = "tip: --num-devices 2 splits the 4 seeds over 2 CPU devices"
+    runs = {
+        "4 seeds": ["--num-seeds", "4"],
+        "3 seeds": ["--num-seeds", "3"],
+        "devices chosen": ["--num-seeds", "4", "--num-devices", "1"],
+    }
+    printed = {}
+    for name, args in runs.items():
+        result = run_cli("train", "ppo", *TINY_ARGS, *args, "--dry-run")
+        assert result.code == 0, result.stderr
+        printed[name] = [line for line in result.stdout.splitlines() if line.startswith("tip:")]
+    assert printed == {"4 seeds": [printed["4 seeds"][0]], "3 seeds": [], "devices chosen": []}
+    assert printed["4 seeds"][0].startswith(tip)
 
 
 def test_counts_that_do_not_divide_are_refused():

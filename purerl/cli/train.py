@@ -24,7 +24,7 @@ from purerl.cli.parsing import UsageError, parse, peek
 from purerl.config import ConfigError, flag
 from purerl.options import hint
 from purerl.runtime import enable_compilation_cache
-from purerl.session import TrainRequest, merge_resume_options, prepare
+from purerl.session import TrainRequest, cpu_split_hint, merge_resume_options, prepare
 from purerl.session import describe as describe_setup
 from purerl.session import run as run_session
 from purerl.signals import StopOnSignal
@@ -160,7 +160,10 @@ def train_algo(name: str, argv: Sequence[str], prog: str) -> int:
         spec = algos.get(name)
         request, args = request_from(spec, argv, prog)
         if args.dry_run:
-            print(describe_setup(prepare(request)))
+            setup = prepare(request)
+            print(describe_setup(setup))
+            if hint := cpu_split_hint(setup):
+                print(hint)
             print("dry run: the configuration is valid; nothing was written")
             return 0
         enable_compilation_cache(request.options.compilation_cache)

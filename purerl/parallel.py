@@ -95,11 +95,17 @@ def request_cpu_devices(count: int) -> None:
         jax.config.update("jax_num_cpu_devices", count)
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def cpu_seed_split(num_seeds: int) -> int:
-    """How many CPU devices, at most one per core this process may use, the seeds of a run
-    would split over evenly (1: no split helps)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(d for d in range(1, min(cores or 1, num_seeds) + 1) if num_seeds % d == 0)
+    """How many CPU devices, at most one per usable core, the seeds of a run would split over
+    evenly (1: no split helps)."""
+    return max(d for d in range(1, min(usable_cores(), num_seeds) + 1) if num_seeds % d == 0)
 
 
 def _has_gpu() -> bool:

@@ -7,7 +7,8 @@ or a benchmark figure. Checks:
 
 - ``train <algorithm>``: every registered algorithm on CartPole-v1 (its preset), one seed;
 - ``vmap 8 seeds``: eight PPO agents in one program;
-- ``seeds over devices``: PPO seeds split over every device with ``shard_map`` (needs 2+);
+- ``seeds over devices``: PPO seeds split over every device with ``shard_map`` (needs 2+; on a
+  CPU the doctor starts one CPU device per core);
 - ``envpool xla``: EnvPool's XLA step inside a compiled ``lax.scan`` on the device (in a child
   process: this custom call has aborted processes on GPUs with recent JAX);
 - ``atari ppo``: one PPO update on Breakout-v5 (EnvPool and the Nature CNN; child process; on by
@@ -210,6 +211,10 @@ def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
 
     from purerl import algos, parallel
 
+    if args.device in ("auto", "cpu"):
+        # One CPU device per core, so that "seeds over devices" shows what that split gains
+        # beside "vmap 8 seeds" on one (a no-op once JAX has started, or with a GPU).
+        parallel.request_cpu_devices(parallel.usable_cores())
     devices = parallel.select_devices(args.device, None)
     kind = devices[0].platform
     info = {
@@ -237,7 +242,7 @@ def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
         attempt("vmap 8 seeds", lambda: train_check("vmap 8 seeds", "ppo", 8, args, devices[:1]))
     if len(devices) > 1:
         check = f"seeds over {len(devices)} devices"
-        seeds = 2 * len(devices)
+        seeds = len(devices) * max(2, -(-8 // len(devices)))  # 8 or more, 2 or more each
         attempt(check, lambda: train_check(check, "ppo", seeds, args, devices))
     else:
         checks.append(Check("seeds over devices", None, note="skipped: JAX sees one device"))

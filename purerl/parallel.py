@@ -102,10 +102,15 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def even_split(count: int, most: int) -> int:
+    """The most devices, at most ``most``, that ``count`` agents split over evenly."""
+    return max(d for d in range(1, min(most, count) + 1) if count % d == 0)
+
+
 def cpu_seed_split(num_seeds: int) -> int:
     """How many CPU devices, at most one per usable core, the seeds of a run would split over
     evenly (1: no split helps)."""
-    return max(d for d in range(1, min(usable_cores(), num_seeds) + 1) if num_seeds % d == 0)
+    return even_split(num_seeds, usable_cores())
 
 
 def _has_gpu() -> bool:

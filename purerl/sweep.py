@@ -21,13 +21,14 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import algos, envs
+from purerl import algos, envs, parallel
 from purerl.algos import Algo, AlgoSpec
 from purerl.checkpoint import HISTORY_KEYS, Snapshot
 from purerl.config import ConfigError
 from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 from purerl.logging import ChunkReport, Sink
 from purerl.loop import Agent, TrainResult, init_agents, train
+from purerl.parallel import Placement
 
 NONFINITE_LOSS = "sweep/nonfinite_loss"
 """Per-update metric of a sweep: the agent's loss was NaN or infinite after a gradient step."""
@@ -71,7 +72,9 @@ def stack_hparams(hparams_cls: type, configs: Sequence[Any]) -> Any:
     return hparams_cls(*(jnp.asarray(per_agent[:, i]) for i in range(per_agent.shape[1])))
 
 
-def sweep_agents(algo: Algo, spec: AlgoSpec, configs: Sequence[Any]) -> Agent:
+def sweep_agents(
+    algo: Algo, spec: AlgoSpec, configs: Sequence[Any], placement: Placement | None = None
+) -> Agent:
     """Fresh agents for a batch, stacked ``[K * S, ...]``, agent ``(k, s)`` at ``k * S + s``.
 
     ``algo`` is built from ``configs[0]``; the other configurations differ only in traced
@@ -81,7 +84,7 @@ def sweep_agents(algo: Algo, spec: AlgoSpec, configs: Sequence[Any]) -> Agent:
     """
     base = configs[0]
     seeds = [base.seed + s for _ in configs for s in range(base.num_seeds)]
-    return init_agents(algo, seeds, hparams=stack_hparams(spec.hparams_cls, configs))
+    return init_agents(algo, seeds, placement, hparams=stack_hparams(spec.hparams_cls, configs))
 
 
 def flag_nonfinite_losses(algo: Algo) -> Algo:
@@ -184,6 +187,7 @@ def run_batch(
     updates_per_chunk: int | None = None,
     sinks: Sequence[Sink] = (),
     on_chunk: Callable[[ChunkProgress], None] | None = None,
+    placement: Placement | None = None,
 ) -> BatchResult:
     """Trains configurations that differ only in traced fields as one vmapped program.
 
@@ -193,6 +197,7 @@ def run_batch(
         updates_per_chunk: chunking of the run (between progress reports); nothing is written.
         sinks: more sinks, given ``[K * S, chunk]`` metrics after each chunk.
         on_chunk: called with the batch's ``ChunkProgress`` after each chunk.
+        placement: the agents split over devices (``batch_placement``); default one device.
 
     Returns:
         Per-configuration results in the order of ``configs``, and ``train``'s result.
@@ -212,7 +217,8 @@ def run_batch(
             "need a pure JAX environment"
         )
     algo = flag_nonfinite_losses(spec.build(base, env))
-    start = Snapshot(sweep_agents(algo, spec, configs), empty_history(num_agents), 0, {})
+    agents = sweep_agents(algo, spec, configs, placement)
+    start = Snapshot(agents, empty_history(num_agents), 0, {})
     tracker = AgentTracker(num_agents, on_chunk)
     result = train(
         algo,
@@ -220,6 +226,7 @@ def run_batch(
         sinks=[tracker, *sinks],
         updates_per_chunk=updates_per_chunk,
         start=start,
+        placement=placement,
     )
     returns = np.where(tracker.diverged, np.nan, result.final_returns)
     steps = result.timing.updates_done * base.env_steps_per_update * num_agents
@@ -239,6 +246,7 @@ def sweep(
     updates_per_chunk: int | None = None,
     max_configs_per_batch: int | None = None,
     on_batch: Callable[[list[int], BatchResult], None] | None = None,
+    num_devices: int | None = None,
 ) -> list[ConfigResult]:
     """Trains every configuration, one compiled program per batch of a group.
 
@@ -248,17 +256,35 @@ def sweep(
         updates_per_chunk: chunking (default: ``purerl.loop.train``'s).
         max_configs_per_batch: split groups into batches of at most this many (memory bound).
         on_batch: called after each batch with its indices into ``configs`` and its result.
+        num_devices: split each batch's agents over up to this many devices (``batch_placement``;
+            on a CPU, CPU devices: one per core runs small programs side by side).
 
     Returns:
         One result per configuration, in the order of ``configs``.
     """
     spec = algos.get(algo_name)
+    if num_devices is not None:
+        parallel.select_devices("auto", num_devices)  # the devices exist, before any training
     results: list[ConfigResult | None] = [None] * len(configs)
     batches = split_groups(group_configs(configs, spec.traced), max_configs_per_batch)
     for indices in batches:
-        batch = run_batch(spec, [configs[i] for i in indices], updates_per_chunk)
+        chosen = [configs[i] for i in indices]
+        placement = batch_placement(num_devices, len(chosen) * chosen[0].num_seeds, chosen[0])
+        batch = run_batch(spec, chosen, updates_per_chunk, placement=placement)
         for i, res in zip(indices, batch.configs, strict=True):
             results[i] = res
         if on_batch is not None:
             on_batch(indices, batch)
     return results
+
+
+def batch_placement(num_devices: int | None, num_agents: int, cfg: Any) -> Placement | None:
+    """A batch's ``num_agents`` agents split over the most devices, at most ``num_devices``, that
+    divide them evenly; None (one device) when that is one."""
+    if num_devices is None:
+        return None
+    count = parallel.even_split(num_agents, num_devices)
+    if count == 1:
+        return None
+    devices = parallel.select_devices("auto", count)
+    return parallel.make_placement(devices, "seeds", num_agents, cfg.num_envs)

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from purerl.config import ConfigError
-from purerl.parallel import cpu_seed_split, make_placement, select_devices
+from purerl.parallel import cpu_seed_split, even_split, make_placement, select_devices
 from tests.helpers import ROOT, TINY_ARGS, run_cli
 
 
@@ -66,6 +66,11 @@ def test_seeds_split_over_as_many_cpu_devices_as_cores_divide_them(
     assert cpu_seed_split(seeds) == split
 
 
+@pytest.mark.parametrize("count, most, split", [(6, 4, 3), (8, 4, 4), (5, 4, 1), (2, 8, 2)])
+def test_agents_split_over_the_most_devices_that_divide_them(count, most, split):
+    assert even_split(count, most) == split
+
+
 def test_several_seeds_on_one_cpu_device_print_the_split_tip(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1})
     tip = "tip: --num-devices 2 splits the 4 seeds over 2 CPU devices"
@@ -109,8 +114,9 @@ def test_four_devices_match_one_device_in_both_modes(four_devices):
     # Independent agents: each device runs its seed's program; same results as one device.
     assert found["seeds_param_diff"] < 1e-6
     assert found["seeds_returns"][0] == pytest.approx(found["seeds_returns"][1], rel=1e-5)
-    # DQN's seeds share their update count and buffer position, and branch on them.
-    assert found["dqn_param_diff"] < 1e-6
+    # A DQN sweep's batch (2 learning rates x 2 seeds) split one agent per device: DQN's seeds
+    # share their update count and buffer position, and branch on them.
+    assert found["sweep_param_diff"] < 1e-6 and found["sweep_rates_differ"] > 1e-4
     # Data parallel: 4 devices averaging gradients of quarter batches take the step one device
     # takes on the whole batch (parameters moved by ~1e-2; they agree to float rounding).
     assert found["data_moved"] > 1e-3 and found["data_grad_diff"] < 1e-6

@@ -99,7 +99,7 @@ def test_hparams_are_stacked_config_major():
 def test_sweep_returns_results_in_input_order_across_groups(monkeypatch):
     calls = []
 
-    def fake_run_batch(spec, configs, updates_per_chunk):
+    def fake_run_batch(spec, configs, updates_per_chunk, placement=None):
         calls.append([c.num_envs for c in configs])
         returns = [np.array([c.num_envs + c.lr]) for c in configs]
         results = [

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from purerl import algos
+from purerl import algos, parallel
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.extras import import_extra
@@ -34,7 +34,7 @@ from purerl.runtime import enable_compilation_cache
 from purerl.search.plan import SearchPlan, describe, make_plan, spec_record
 from purerl.search.results import DONE, Row, SearchProgress, markdown_table, write_results
 from purerl.search.spec import SPEC_KEYS, SpecError, parse_param_flag, parse_spec
-from purerl.sweep import run_batch
+from purerl.sweep import batch_placement, run_batch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,11 +82,14 @@ class SearchArgs:
     """Ray: stop lagging trials early with ASHA (rungs at 1/9 and 1/3 of the budget)."""
     updates_per_chunk: Annotated[int | None, hint("about 20 chunks", "INT")] = None
     """Updates per compiled chunk, i.e. between progress reports."""
+    num_devices: Annotated[int | None, hint("1", "INT")] = None
+    """Local: split each program's agents over up to this many devices (as many as divide
+    them); on a CPU purerl starts that many CPU devices, one per core being fastest."""
     progress: bool = True
     """Local: print each batch's progress per chunk."""
 
     def __post_init__(self):
-        for name in ("configs_per_trial", "updates_per_chunk"):
+        for name in ("configs_per_trial", "updates_per_chunk", "num_devices"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -151,6 +154,8 @@ def check_backend_flags(args: SearchArgs) -> None:
             verb = "needs" if len(given) == 1 else "need"
             raise ConfigError(f"{', '.join(given)} {verb} --backend ray")
     else:
+        if args.num_devices is not None:
+            raise ConfigError("--num-devices needs --backend local (Ray places each trial)")
         # Before anything is written: a missing Ray is invalid input, with the pip hint.
         import_extra("ray.tune", "'purerl[search]'", "--backend ray")
     if args.configs_per_trial is not None and args.configs_per_trial < 1:
@@ -182,7 +187,10 @@ def run_local(plan: SearchPlan, args: SearchArgs, progress: SearchProgress) -> l
         if args.progress:
             agents = len(configs) * base.num_seeds
             sinks.append(ProgressSink(base.num_updates, base.env_steps_per_update, agents))
-        batch = run_batch(spec, configs, args.updates_per_chunk, sinks)
+        placement = batch_placement(args.num_devices, len(configs) * base.num_seeds, base)
+        if placement is not None:
+            print(f"  devices: {placement.describe()}", flush=True)
+        batch = run_batch(spec, configs, args.updates_per_chunk, sinks, placement=placement)
         for sink in sinks:
             sink.close(None)
         new = [
@@ -197,6 +205,9 @@ def run_local(plan: SearchPlan, args: SearchArgs, progress: SearchProgress) -> l
 def run_search(args: SearchArgs) -> int:
     """Validates everything, writes spec.json, trains, writes the results; the exit code."""
     check_backend_flags(args)
+    if args.num_devices is not None:
+        # Before anything builds an environment or writes: the devices must exist.
+        parallel.select_devices("auto", args.num_devices)
     spec = parse_spec(spec_data(args))
     plan = make_plan(spec, args.configs_per_trial)
     default = default_run_dir(f"search-{spec.algo}", spec.env)

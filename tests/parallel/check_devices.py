@@ -22,6 +22,7 @@ from purerl.nets import make_actor_critic
 from purerl.ops.sgd import minibatch_epochs
 from purerl.parallel import DEVICE_AXIS, make_placement, select_devices
 from purerl.runtime import configure_jax
+from purerl.sweep import batch_placement, run_batch
 from tests.helpers import TINY_ARGS, run_cli
 
 # PPO's smoke config over 8 seeds in one chunk: the programs the doctor's "vmap 8 seeds" and
@@ -47,24 +48,22 @@ def seeds_mode_matches_single_device() -> dict:
     }
 
 
-def other_algorithms_split_seeds_over_devices() -> dict:
-    """DQN and PQN, 4 seeds over 4 devices beside one device: each has state that all seeds
-    share (``Algo.lockstep``) and DQN a ``lax.cond`` on it, which must type-check under
+def sweep_splits_agents_over_devices() -> dict:
+    """A DQN sweep's batch (two learning rates x 2 seeds), one agent per device, beside the same
+    batch on one device. DQN's seeds share their update count and buffer position
+    (``Algo.lockstep``) and branch on them with ``lax.cond``, which must type-check under
     ``shard_map`` as under ``vmap``."""
-    found = {}
-    for name in ("dqn",):
-        spec = algos.get(name)
-        cfg = dataclasses.replace(spec.smoke, num_seeds=4)
-        env = envs.from_config(cfg)
-        single = train(spec.build(cfg, env), cfg, updates_per_chunk=cfg.num_updates)
-        placement = make_placement(select_devices("cpu", 4), "seeds", 4, cfg.num_envs)
-        sharded = train(
-            spec.build(cfg, env), cfg, updates_per_chunk=cfg.num_updates, placement=placement
-        )
-        found[f"{name}_param_diff"] = max_difference(
-            single.agents.state.params, sharded.agents.state.params
-        )
-    return found
+    dqn = algos.get("dqn")
+    configs = [dataclasses.replace(dqn.smoke, num_seeds=2, lr=lr) for lr in (1e-3, 1e-2)]
+    one = run_batch(dqn, configs).train.agents.state.params
+    split = run_batch(dqn, configs, placement=batch_placement(4, 4, configs[0]))
+    params = split.train.agents.state.params
+    return {
+        "sweep_param_diff": max_difference(one, params),
+        "sweep_rates_differ": max_difference(
+            *[jax.tree.map(lambda x, k=k: x[2 * k], params) for k in (0, 1)]
+        ),
+    }
 
 
 def random_batch(spec, n: int) -> PPOBatch:
@@ -163,7 +162,7 @@ if __name__ == "__main__":
     assert jax.device_count() == 4, jax.devices()
     findings = {
         **seeds_mode_matches_single_device(),
-        **other_algorithms_split_seeds_over_devices(),
+        **sweep_splits_agents_over_devices(),
         **data_mode_gradient_equals_full_batch(),
         **data_mode_trains(),
         **command_line(sys.argv[1]),

@@ -78,6 +78,10 @@ def main(argv):
         (["--param", "activation=grid:tanh,swishh"], "'swishh' is not one of tanh, relu"),
         (["--configs-per-trial", "0"], "--configs-per-trial must be at least 1"),
         (["--backend", "dask"], "invalid choice 'dask' for argument '--backend'"),
+        (["--num-devices", "0"], "--num-devices must be at least 1"),
+        (["--num-devices", "2", "--backend", "ray"], "--num-devices needs --backend local"),
+        # This test process started JAX with one CPU device before the search could ask.
+        (["--num-devices", "2"], "set JAX_NUM_CPU_DEVICES=2 before the first JAX call"),
     ],
 )
 def test_bad_specs_exit_2_with_one_line(tmp_path, capsys, args, message):

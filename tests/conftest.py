@@ -32,6 +32,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     ).strip()
 
 import hypothesis  # noqa: E402
+import jax  # noqa: E402
 import pytest  # noqa: E402
 
 from purerl.rundir import Summary, read_summary  # noqa: E402
@@ -39,6 +40,10 @@ from purerl.runtime import configure_jax  # noqa: E402
 from tests.helpers import ROOT, TINY_ARGS, run_cli  # noqa: E402
 
 configure_jax()
+# The backend starts here, with one CPU device, whatever test runs first: a test that asks for
+# more (--num-devices on a CPU) then gets the error a started process gets, and never turns its
+# worker into a multi-device process for the tests after it.
+jax.devices()
 
 hypothesis.settings.register_profile("purerl", max_examples=40, deadline=None, derandomize=True)
 hypothesis.settings.load_profile("purerl")

@@ -231,6 +231,19 @@ def _read_record(manager: Any, step: int) -> dict[str, Any]:
     return dict(restored.record)
 
 
+def data_parallel_replicas(run_dir: Path, which: str) -> int | None:
+    """How many data-parallel replicas checkpoint ``which`` of a run stacks (None: seeds mode,
+    or no readable record; ``restore`` then reports the checkpoint). A run keeps its layout
+    from its first checkpoint to its last."""
+    manager = _manager(checkpoint_dir(run_dir), read_only=True)
+    try:
+        return _data_parallel_replicas(_read_record(manager, resolve_step(run_dir, which)))
+    except Exception:  # orbax raises many types for unreadable files; restore says which
+        return None
+    finally:
+        manager.close()
+
+
 def best_step(run_dir: Path, steps: Sequence[int]) -> int:
     """The step with the highest recorded mean return (the latest one if none has a return)."""
     manager = _manager(checkpoint_dir(run_dir), read_only=True)
@@ -305,13 +318,23 @@ def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str
         )
 
 
-def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any]) -> Snapshot:
+def restore(
+    run_dir: Path,
+    step: int,
+    fresh_agents: Any,
+    expected: dict[str, Any],
+    any_layout: bool = False,
+) -> Snapshot:
     """Restores checkpoint ``step`` of ``run_dir`` onto the structure of ``fresh_agents``.
 
     Args:
         fresh_agents: agents as ``purerl.train.init_agents`` builds them for this run; they give
             shapes, dtypes, shardings, container types and the transient fields.
         expected: the run's identity (``algo``, ``config``) the checkpoint must carry.
+        any_layout: read a checkpoint of any device layout onto one device's ``fresh_agents``
+            (evaluation; a resume must keep the layout): seeds-mode agents are stacked ``[S,
+            ...]`` on any number of devices, and of data-parallel ``[D, S, ...]`` replicas,
+            identical by construction, the first is kept.
 
     Raises:
         CheckpointError: the checkpoint belongs to another run or cannot be read.
@@ -325,15 +348,18 @@ def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any
             record = _read_record(manager, step)
         except Exception as err:  # orbax raises many types for unreadable files
             raise _unreadable(step, where, err) from err
+        if any_layout:
+            expected = {**expected, "placement": record.get("placement")}
         _check_identity(record, expected, where)
         transient = tuple(record.get("transient", ()))
         done = int(record["updates_done"])
         num_seeds = jax.tree.leaves(fresh_agents)[0].shape[0]
         history = {k: jax.ShapeDtypeStruct((num_seeds, done), jnp.float32) for k in HISTORY_KEYS}
-        target = {
-            "agents": _abstract(_keys_to_data(_strip(fresh_agents, transient))),
-            "history": history,
-        }
+        stored = _strip(fresh_agents, transient)
+        replicas = _data_parallel_replicas(record) if any_layout else None
+        if replicas:
+            stored = jax.tree.map(lambda x: jnp.broadcast_to(x, (replicas, *x.shape)), stored)
+        target = {"agents": _abstract(_keys_to_data(stored)), "history": history}
         try:
             restored = manager.restore(
                 step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target))
@@ -342,11 +368,20 @@ def restore(run_dir: Path, step: int, fresh_agents: Any, expected: dict[str, Any
             raise _unreadable(step, where, err) from err
     finally:
         manager.close()
-    agents = _data_to_keys(restored["agents"], _strip(fresh_agents, transient))
+    saved = restored["agents"]
+    if replicas:
+        saved = jax.tree.map(lambda x: x[0], saved)
+    agents = _data_to_keys(saved, _strip(fresh_agents, transient))
     fresh_fields = {name: getattr(fresh_agents.state, name) for name in transient}
     agents = agents._replace(state=agents.state._replace(**fresh_fields))
     history = {k: np.asarray(v) for k, v in restored["history"].items()}
     return Snapshot(agents, history, done, record)
+
+
+def _data_parallel_replicas(record: dict[str, Any]) -> int | None:
+    """The number of replicas a data-parallel checkpoint stacks, else None."""
+    layout = record.get("placement") or {}
+    return layout.get("devices") if layout.get("mode") == "data" else None
 
 
 def _unreadable(step: int, where: str, err: Exception) -> UnreadableCheckpointError:
@@ -376,7 +411,8 @@ def plain_reason(err: BaseException) -> str:
 
 
 def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: dict[str, Any]):
-    """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) for reading.
+    """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) for reading, onto
+    one device whatever layout the run trained with (``restore``'s ``any_layout``).
 
     A run still training deletes old checkpoints as it saves new ones, possibly while one is
     being read; ``latest`` and ``best`` then look again, and an explicit step says it is gone.
@@ -387,7 +423,7 @@ def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: dict[s
     for _ in range(3):
         step = resolve_step(run_dir, which)
         try:
-            return step, restore(run_dir, step, fresh_agents, expected)
+            return step, restore(run_dir, step, fresh_agents, expected, any_layout=True)
         except UnreadableCheckpointError:
             if (checkpoint_dir(run_dir) / str(step)).exists():
                 raise

@@ -47,7 +47,10 @@ def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
     record = rundir.read_config(run_dir)
     spec = algos.get(record.algo)
     cfg = record.make_config(spec.config_cls, run_dir)
-    env = envs.from_config(cfg)
+    # A data-parallel run's replicas each stepped num_envs / D environments; the agents read
+    # back keep those shapes (evaluation plays environments of its own).
+    replicas = checkpoint.data_parallel_replicas(run_dir, which) or 1
+    env = envs.from_config(cfg, cfg.num_envs // replicas)
     algo = spec.build(cfg, env)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
     identity = checkpoint.run_identity(spec.name, cfg, env.spec.action_space)

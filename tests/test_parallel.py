@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import purerl
 from purerl.config import ConfigError
 from purerl.parallel import cpu_seed_split, even_split, make_placement, select_devices
 from tests.helpers import ROOT, TINY_ARGS, run_cli
@@ -54,6 +55,9 @@ def test_num_devices_on_a_cpu_starts_that_many_cpu_devices(tmp_path):
     assert "devices: 2 x cpu (seeds-parallel)" in proc.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["num_devices"] == 2 and len(summary["per_seed_final_return"]) == 2
+    # Evaluation reads the run on this process's one device.
+    evaluated = run_cli("eval", tmp_path / "run", "--episodes", "2")
+    assert evaluated.code == 0 and "over 4 episodes" in evaluated.stdout, evaluated.stderr
 
 
 @pytest.mark.parametrize(
@@ -149,6 +153,10 @@ def test_cli_trains_data_parallel_over_devices(four_devices):
     assert "devices: 4 x cpu (data-parallel)" in stdout
     summary = json.loads((run_dir / "data" / "summary.json").read_text())
     assert summary["num_devices"] == 4 and summary["total_env_steps"] == 2 * 384
+    # Evaluation and loading read the 4 replicas' run on this process's one device.
+    evaluated = run_cli("eval", run_dir / "data", "--episodes", "2")
+    assert evaluated.code == 0 and "over 4 episodes" in evaluated.stdout, evaluated.stderr
+    assert purerl.load(run_dir / "data")([0.0, 0.0, 0.05, 0.0]) in (0, 1)
 
 
 @pytest.mark.slow

@@ -45,7 +45,8 @@ def select_devices(device: str | int, num_devices: int | None) -> list[jax.Devic
     Raises:
         ConfigError: no device of the requested kind, or not that many.
     """
-    if num_devices is not None and device in ("auto", "cpu"):
+    # A distributed run's --num-devices counts every process's devices, not this one's.
+    if num_devices is not None and device in ("auto", "cpu") and not distributed():
         request_cpu_devices(num_devices)
     if isinstance(device, int) or device.isdigit():
         everything = jax.devices()
@@ -93,6 +94,11 @@ def request_cpu_devices(count: int) -> None:
     # Once the backend exists the update raises; select_devices then reports the count it has.
     with contextlib.suppress(RuntimeError):
         jax.config.update("jax_num_cpu_devices", count)
+
+
+def distributed() -> bool:
+    """Whether this process joined a multi-process run (``jax.distributed``)."""
+    return jax.distributed.is_initialized()
 
 
 def usable_cores() -> int:

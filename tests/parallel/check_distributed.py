@@ -25,7 +25,8 @@ if __name__ == "__main__":
         num_envs=4, rollout_len=16, num_minibatches=2, num_epochs=1, hidden_sizes=(8,),
         total_timesteps=4 * 16 * 3,
     )  # fmt: skip
-    placement = make_placement(select_devices("cpu", None), "data", 1, cfg.num_envs)
+    # --num-devices 2 counts both processes' devices: each keeps its one CPU device.
+    placement = make_placement(select_devices("cpu", 2), "data", 1, cfg.num_envs)
     algo = make_ppo(cfg, envs.make(cfg.env, cfg.num_envs // 2), axis_name=DEVICE_AXIS)
     result = train(algo, cfg, placement=placement)
     params = fetch(result.agents.state.params)

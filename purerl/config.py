@@ -65,7 +65,9 @@ class CommonConfig:
     EnvParams fields (e.g. max_steps_in_episode=200), Snake options (obs_mode=features)."""
     precision: Precision = "fp32"
     """Network compute precision: bf16 computes activations and matmuls in bfloat16;
-    parameters, optimizer and losses stay float32."""
+    parameters, optimizer and losses stay float32. On a CPU it can be slower: on 2 AVX-512
+    cores it ran the CartPole presets at about half (PPO) and two thirds (DQN) of fp32's speed
+    (docs/performance.md)."""
 
     def __post_init__(self):
         check_field_types(self)

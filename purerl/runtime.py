@@ -30,6 +30,13 @@ def configure_jax() -> None:
     jax.config.update("jax_cpu_enable_async_dispatch", False)
 
 
+def child_process_env(**extra: str) -> dict[str, str]:
+    """The environment for a short-lived Python child that a purerl process starts while it may
+    hold an accelerator: JAX's default on a GPU is to reserve 75 % of its memory at start-up,
+    which the parent's reservation leaves no room for, so the child allocates as it goes."""
+    return {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **extra}
+
+
 def default_cache_dir() -> Path:
     """``$PURERL_CACHE_DIR``, else ``$XDG_CACHE_HOME/purerl/jax`` (``~/.cache/purerl/jax``)."""
     if os.environ.get(CACHE_ENV):

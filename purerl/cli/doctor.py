@@ -11,6 +11,8 @@ or a benchmark figure. Checks:
   CPU the doctor starts one CPU device per core);
 - ``envpool xla``: EnvPool's XLA step inside a compiled ``lax.scan`` on the device (in a child
   process: this custom call has aborted processes on GPUs with recent JAX);
+- ``envpool callback``: the same scan stepping EnvPool through a JAX host callback, the path
+  purerl takes where the XLA step fails (child process);
 - ``atari ppo``: one PPO update on Breakout-v5 (EnvPool and the Nature CNN; child process; on by
   default with a GPU, ``--atari`` on a CPU, where it takes about a minute).
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -45,7 +48,8 @@ class DoctorArgs:
     atari: Annotated[bool | None, hint("on with a GPU, off on a CPU")] = None
     """Also run one PPO update on Breakout-v5 through EnvPool."""
     envpool: bool = True
-    """Check EnvPool's XLA step (needs pip install 'purerl[atari]')."""
+    """Check EnvPool's XLA step and its host-callback fallback (needs pip install
+    'purerl[atari]')."""
     json: Annotated[str | None, hint("none", "PATH")] = None
     """Also write the results as JSON here."""
     quick: bool = False
@@ -133,7 +137,8 @@ from purerl.runtime import configure_jax
 configure_jax()
 from purerl import envs
 num_envs, steps = 8, int(sys.argv[1])
-env = envs.make("Breakout-v5", num_envs)
+env = envs.make("Breakout-v5", num_envs, step_mode=sys.argv[2])
+assert env.step_mode == sys.argv[2], env.step_mode
 @jax.jit
 def rollout(key):
     state, obs = env.reset(key, None)
@@ -179,9 +184,9 @@ print(json.dumps({"rate": 8 * 32 * 4 / seconds, "finite": loss == loss,
 def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -> Check:
     """Runs ``code`` in a fresh Python: a crash there (an abort in a custom call) is a failed
     check, not a crashed doctor."""
-    import os
+    from purerl.runtime import child_process_env
 
-    env = {**os.environ, **platform_env}
+    env = child_process_env(**platform_env)
     try:
         proc = subprocess.run(
             [sys.executable, "-c", code, *args],
@@ -193,8 +198,7 @@ def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -
     except subprocess.TimeoutExpired:
         return Check(name, False, note=f"no result within {CHILD_TIMEOUT_S} s")
     if proc.returncode != 0:
-        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-        why = lines[-1][:160] if lines else f"exit code {proc.returncode}"
+        why = error_line(proc.stderr) or f"exit code {proc.returncode}"
         if proc.returncode < 0:
             why = f"the process died of signal {-proc.returncode} ({why})"
         if "No module named 'envpool'" in proc.stderr or "needs EnvPool" in proc.stderr:
@@ -204,6 +208,23 @@ def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -
     if not result["finite"]:
         return Check(name, False, note="ran, but produced non-finite values")
     return Check(name, True, f"{result['rate']:,.0f} frames/s", rate=result["rate"])
+
+
+def child_platform_env(kind: str) -> dict[str, str]:
+    """Children run on the devices checked: a CPU check pins them to the CPU; on a GPU they take
+    JAX's default, the GPU (``JAX_PLATFORMS=gpu`` also asks jax 0.11 for ROCm, and fails on an
+    NVIDIA machine)."""
+    return {"JAX_PLATFORMS": "cpu"} if kind == "cpu" else {}
+
+
+def error_line(stderr: str) -> str | None:
+    """The line of a child's stderr that says what went wrong: the last exception line
+    (``ValueError: ...``) of its traceback, else its last line."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line):
+            return line[:160]
+    return lines[-1][:160] if lines else None
 
 
 def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
@@ -247,11 +268,14 @@ def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
     else:
         checks.append(Check("seeds over devices", None, note="skipped: JAX sees one device"))
         print(format_row(checks[-1]), flush=True)
-    platform_env = {"JAX_PLATFORMS": kind}
+    platform_env = child_platform_env(kind)
     if args.envpool:
-        attempt(
-            "envpool xla", lambda: child_check("envpool xla", CHILD_ENVPOOL, ["256"], platform_env)
-        )
+        for mode in ("xla", "callback"):
+            name = f"envpool {mode}"
+            attempt(
+                name,
+                lambda n=name, m=mode: child_check(n, CHILD_ENVPOOL, ["256", m], platform_env),
+            )
     atari = args.atari if args.atari is not None else kind == "gpu"
     if atari:
         attempt("atari ppo", lambda: child_check("atari ppo", CHILD_ATARI, [], platform_env))

@@ -47,6 +47,7 @@ from jax.experimental import io_callback
 from purerl.config import type_problem
 from purerl.envs import stats
 from purerl.envs.base import EnvSpec, Step, action_space_from
+from purerl.runtime import child_process_env
 from purerl.types import Array, Key
 
 ATARI_GAMES = (
@@ -396,6 +397,9 @@ def make_envpool(
     return EnvPoolEnv(pool, xla_step, np.asarray(handle), spec, num_seeds, atari)
 
 
+# Four steps of a two-environment pool: seconds when it works, so a minute means a hang.
+XLA_CHECK_TIMEOUT_S = 120
+
 XLA_STEP_CHECK = """
 import jax, numpy as np, envpool
 pool = envpool.make("Pong-v5", env_type="gymnasium", num_envs=2)
@@ -422,11 +426,15 @@ def xla_step_works() -> bool:
         return True
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", XLA_STEP_CHECK], capture_output=True, text=True, timeout=600
+            [sys.executable, "-c", XLA_STEP_CHECK],
+            env=child_process_env(),
+            capture_output=True,
+            text=True,
+            timeout=XLA_CHECK_TIMEOUT_S,
         )
         ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
     except subprocess.TimeoutExpired:
-        ok, why = False, "no answer within 10 minutes"
+        ok, why = False, f"no answer within {XLA_CHECK_TIMEOUT_S} s"
     if not ok:
         print(
             f"EnvPool's XLA step failed its start-up check on {platform} ({why[:160]}); "

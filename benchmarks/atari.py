@@ -54,12 +54,44 @@ class AtariBenchArgs:
     """Timed calls per row after the warm-up call."""
     precision: str = "fp32"
     """Network compute precision (fp32 or bf16)."""
+    rollout_len: int | None = None
+    """Steps per environment per PPO update (default: the preset's 128)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariTimes:
+    """Seconds of each timed call per row, compile seconds, and what the rows stepped."""
+
+    cfg: object
+    steps: int
+    """Steps per environment per call."""
+    times: dict[str, list[float]]
+    compile_s: dict[str, float]
+    step_mode: str
+    """How the ``rollout`` and ``ppo update`` rows step EnvPool (``xla`` or ``callback``)."""
+
+    @property
+    def frames(self) -> int:
+        """Emulator frames per call."""
+        return self.steps * self.cfg.num_envs * AtariProtocol().frame_skip
+
+    def frames_per_second(self) -> dict[str, float]:
+        return {name: self.frames / statistics.median(v) for name, v in self.times.items()}
 
 
 def main(args: AtariBenchArgs) -> None:
+    report(args, measure(args))
+
+
+def measure(args: AtariBenchArgs) -> AtariTimes:
+    """Times every row (see the module docstring). Where EnvPool's XLA step fails its start-up
+    check (``step_mode="auto"`` then takes the callback), the ``envpool xla`` row is left out
+    and the PPO rows step through the callback."""
     cfg = dataclasses.replace(
         PPO_PRESETS[args.env], num_envs=args.num_envs, precision=args.precision
     )
+    if args.rollout_len is not None:
+        cfg = dataclasses.replace(cfg, rollout_len=args.rollout_len)
     steps = args.updates * cfg.rollout_len  # per environment, per call
     env = envs.make(cfg.env, cfg.num_envs, seed=cfg.seed)
     algo = make_ppo(cfg, env)
@@ -94,12 +126,15 @@ def main(args: AtariBenchArgs) -> None:
         return jax.lax.scan(body, state, jax.random.split(key, args.updates))[0]
 
     compiled, compile_s = {}, {}
-    for name, fn, first in [
+    rows = [
         ("envpool xla", random_steps, state.env_state),
         ("envpool callback", functools.partial(random_steps, env=callback_env), callback_state),
         ("rollout", rollout, state),
         ("ppo update", updates, state),
-    ]:
+    ]
+    if env.step_mode != "xla":
+        rows = rows[1:]
+    for name, fn, first in rows:
         start = time.perf_counter()
         compiled[name] = jax.jit(fn).lower(first, jax.random.key(0)).compile()
         compile_s[name] = time.perf_counter() - start
@@ -126,12 +161,13 @@ def main(args: AtariBenchArgs) -> None:
         if call:
             for name, value in seconds.items():
                 times[name].append(value)
-    report(args, cfg, steps, times, compile_s)
+    return AtariTimes(cfg, steps, times, compile_s, env.step_mode)
 
 
-def report(args, cfg, steps, times, compile_s) -> None:
-    protocol = AtariProtocol()  # main() builds its environments with the defaults
-    frames = steps * cfg.num_envs * protocol.frame_skip
+def report(args: AtariBenchArgs, result: AtariTimes) -> None:
+    cfg, steps, times, compile_s = result.cfg, result.steps, result.times, result.compile_s
+    protocol = AtariProtocol()  # measure() builds its environments with the defaults
+    frames = result.frames
     median = {name: statistics.median(values) for name, values in times.items()}
     print(
         f"# {args.env}, {cfg.num_envs} envs, sticky actions {protocol.sticky_actions}, frame "
@@ -148,13 +184,19 @@ def report(args, cfg, steps, times, compile_s) -> None:
         fps = frames / seconds
         compile_text = f"{compile_s[name]:.1f}" if name in compile_s else "-"
         print(f"| {name} | {compile_text} | {fps:,.0f} | {fps / raw:.3f} |")
-    update = median["ppo update"]
-    env_share = median["envpool xla"] / update
-    act_share = (median["rollout"] - median["envpool xla"]) / update
-    print(
-        f"\ntime split of a PPO update: simulator {env_share:.0%}, acting (policy forward) "
-        f"{act_share:.0%}, learning {1 - env_share - act_share:.0%}"
-    )
+    if "envpool xla" in median:
+        update = median["ppo update"]
+        env_share = median["envpool xla"] / update
+        act_share = (median["rollout"] - median["envpool xla"]) / update
+        print(
+            f"\ntime split of a PPO update: simulator {env_share:.0%}, acting (policy forward) "
+            f"{act_share:.0%}, learning {1 - env_share - act_share:.0%}"
+        )
+    else:
+        print(
+            f"\nEnvPool's XLA step failed on this device: the PPO rows step through the "
+            f"{result.step_mode} path"
+        )
     peak = peak_rss_mib()
     print(f"peak resident memory: {peak:,.0f} MiB")
 

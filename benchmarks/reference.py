@@ -22,7 +22,8 @@ from purerl.nets import orthogonal
 
 
 class MLP(nn.Module):
-    """Hidden layers with orthogonal init (gain sqrt 2), then a head with gain ``head_gain``.
+    """Hidden layers with orthogonal init (gain sqrt 2), then a head with gain ``head_gain``; each
+    observation is flattened first, as purerl's MLP torso does.
 
     The initialiser is flax's, run one matrix at a time under ``vmap`` (``purerl.nets.orthogonal``:
     the same values). PPO's vmapped ``train`` initialises actor and critic inside the program,
@@ -39,6 +40,7 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x):
         act = {"tanh": nn.tanh, "relu": nn.relu}[self.activation]
+        x = x.reshape(x.shape[0], -1)  # [B, *obs_shape]: MinAtar's grids are flattened
         for width in self.hidden:
             x = act(nn.Dense(width, kernel_init=orthogonal(np.sqrt(2)))(x))
         return nn.Dense(self.outputs, kernel_init=orthogonal(self.head_gain))(x)

@@ -159,17 +159,6 @@ def test_cli_trains_data_parallel_over_devices(four_devices):
     assert purerl.load(run_dir / "data")([0.0, 0.0, 0.05, 0.0]) in (0, 1)
 
 
-@pytest.mark.slow
-def test_doctor_checks_every_path_on_four_devices(four_devices):
-    found, _ = four_devices
-    code, stdout, stderr = found["doctor"]
-    assert code == 0, stdout + stderr
-    for check in ["train ppo", "train dqn", "vmap 8 seeds", "seeds over 4 devices"]:
-        (row,) = [line for line in stdout.splitlines() if line.startswith(f"| {check} |")]
-        assert "| pass |" in row and "steps/s" in row, row
-    assert "send back:" in stdout and "jax 0.10" in stdout
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("localhost", 0))

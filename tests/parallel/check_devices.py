@@ -25,8 +25,7 @@ from purerl.runtime import configure_jax
 from purerl.sweep import batch_placement, run_batch
 from tests.helpers import TINY_ARGS, run_cli
 
-# PPO's smoke config over 8 seeds in one chunk: the programs the doctor's "vmap 8 seeds" and
-# "seeds over 4 devices" checks compile, so the doctor below loads them from the cache.
+# PPO's smoke config over 8 seeds in one chunk.
 TINY = dataclasses.replace(PPO.smoke, num_seeds=8)
 
 
@@ -142,7 +141,8 @@ REFUSALS = {
 
 
 def command_line(run_dir: str) -> dict:
-    """The command line on 4 devices: refusals, a data-parallel run, and the doctor."""
+    """The command line on 4 devices: refusals and a data-parallel run. (The doctor's checks
+    over several devices run in benchmarks/tests/test_device.py, on one CPU device a core.)"""
     found = {}
     for name, args in REFUSALS.items():
         result = run_cli("train", "ppo", *TINY_ARGS, *args, "--run-dir", f"{run_dir}/{name}")
@@ -152,8 +152,6 @@ def command_line(run_dir: str) -> dict:
         "2", "--run-dir", f"{run_dir}/data",
     )  # fmt: skip
     found["data_run"] = [result.code, result.stdout, result.stderr]
-    doctor = run_cli("doctor", "--quick", "--seconds", "0.2", "--no-envpool")
-    found["doctor"] = [doctor.code, doctor.stdout, doctor.stderr]
     return found
 
 

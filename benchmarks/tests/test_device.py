@@ -1,0 +1,304 @@
+"""The prepared device check: its quick mode end to end on this CPU, and its parts."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from benchmarks.device import __main__ as device
+from benchmarks.device import bundle, checks, report
+from benchmarks.device.report import Row
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_quick_check_runs_every_check_on_a_cpu_and_writes_both_reports(tmp_path):
+    out = tmp_path / "report"
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.device", "--quick", "--out", str(out),
+         "--bundle", str(tmp_path / "no-bundle"), "--site", str(tmp_path / "site"),
+         "--budget-s", "400"],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads((out / "report.json").read_text())
+    rows = data["rows"]
+    names = [row["name"] for row in rows]
+    planned = [name for group in checks.GROUPS for name in checks.plan(group, quick=True)]
+    for name in ["bundle size", "install", *planned]:
+        assert name in names, f"{name} missing from {names}"
+    doctor_checks = [name for name in names if name.startswith("doctor ")]
+    assert {"doctor train ppo", "doctor envpool xla", "doctor envpool callback"} <= set(
+        doctor_checks
+    )
+    # On a CPU nothing is skipped (no check here needs a GPU) and nothing fails.
+    assert {row["status"] for row in rows} == {"pass"}, [
+        (row["name"], row.get("error") or row.get("why")) for row in rows if row["status"] != "pass"
+    ]
+    by_name = {row["name"]: row for row in rows}
+    assert by_name["devices"]["figures"]["backend"] == "cpu"
+    # Quick mode gives the doctor two CPU devices even on one core, so the split runs.
+    assert "doctor seeds over 2 devices" in names
+    doctor_text = (out / "doctor.txt").read_text()
+    assert "send back:" in doctor_text and "jax 0." in doctor_text
+    assert by_name["throughput ppo CartPole-v1 8 envs 2 seeds"]["figures"]["steps_per_s"] > 0
+    assert by_name["throughput ppo CartPole-v1 8 envs 2 seeds"]["figures"]["speedup_vs_reference"]
+    assert by_name["atari bench 4 envs"]["figures"]["step_mode"] == "xla"
+    assert by_name["atari command 4 envs"]["figures"]["vs_raw_envpool"] > 0
+    learning = by_name["learning ppo Breakout-MinAtar"]["figures"]
+    assert learning["status"] == "finished" and learning["env_steps_per_seed"] == 8192
+    assert data["header"]["mode"] == "quick" and data["header"]["backend"] == "cpu"
+    table = (out / "report.md").read_text()
+    for name in names:
+        assert f"| {name} | pass |" in table
+    assert seconds < 180, f"the quick check took {seconds:.0f} s"
+
+
+@pytest.mark.slow
+def test_a_group_past_its_limit_reports_each_planned_row_as_not_run(tmp_path):
+    args = device.DeviceArgs(out=str(tmp_path), quick=True)
+    rows = device.run_group("snake", args, tmp_path, dict(os.environ), limit=0.5)
+    assert [row.name for row in rows] == checks.plan("snake", quick=True)
+    for row in rows:
+        assert row.status == "fail"
+        assert row.error.startswith("did not run: its process ran past the group's 0 s limit")
+
+
+def test_a_crashed_group_keeps_its_rows_and_names_its_signal(tmp_path, monkeypatch):
+    rows_file = tmp_path / "rows" / "snake.jsonl"
+    report.append_row(rows_file, Row("snake 64 games", "pass", {"steps_per_s": 1}))
+    # A child that dies of SIGABRT after the group's first row was written.
+    monkeypatch.setattr(
+        device, "group_command", lambda group, args, out, limit: ["/bin/sh", "-c", "kill -6 $$"]
+    )
+    args = device.DeviceArgs(out=str(tmp_path), quick=True)
+    rows = device.run_group("snake", args, tmp_path, dict(os.environ), limit=30)
+    assert [(row.name, row.status) for row in rows] == [
+        ("snake 64 games", "pass"),
+        ("snake 256 games", "fail"),
+    ]
+    assert "died of signal 6 (SIGABRT)" in rows[1].error
+
+
+def test_every_full_size_throughput_row_is_a_valid_configuration():
+    from benchmarks import throughput
+
+    for group in ("throughput", "throughput-minatar"):
+        for spec in checks.throughput_rows(group, quick=False):
+            cfg, peers = checks.throughput_config(spec, throughput.PEERS["reference"])
+            assert cfg.num_envs == spec.num_envs and cfg.num_updates == spec.updates
+            assert peers == (
+                () if spec.algo == "pqn" or spec.env == "Pendulum-v1" else ("reference",)
+            )
+
+
+def test_rows_say_why_they_fail_or_skip_and_the_table_shows_each():
+    with pytest.raises(ValueError, match="without an error"):
+        Row("x", "fail")
+    with pytest.raises(ValueError, match="without a reason"):
+        Row("x", "skip")
+    with pytest.raises(ValueError, match="pass, fail or skip"):
+        Row("x", "ok")
+    rows = [
+        Row("a", "pass", {"steps_per_s": 1234567.8, "curve": [1.0, 2.5]}, seconds=1.0),
+        Row("b", "fail", error="boom | bang"),
+        Row("c", "skip", why="needs a GPU"),
+    ]
+    table = report.markdown(rows, {"backend": "cpu"})
+    assert "| a | pass | steps_per_s 1,234,568; curve [1, 2.5] |  | 1.0 |" in table
+    assert "| b | fail |  | boom / bang | - |" in table
+    assert "| c | skip |  | needs a GPU | - |" in table
+    assert "rows: 1 pass, 1 fail, 1 skip" in table
+    assert [Row.from_json(row.to_json()) for row in rows] == rows
+
+
+def record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def test_slim_envpool_keeps_the_chosen_families_and_a_valid_record(tmp_path):
+    wheel = tmp_path / "envpool-1.2.5-cp312-cp312-linux_x86_64.whl"
+    entry = (
+        '"""Entry."""\n\nimport envpool.atari.registration  # noqa: F401\n'
+        "import envpool.box2d.registration  # noqa: F401\n"
+        "import envpool.mujoco.gym.registration  # noqa: F401\n"
+    )
+    files = {
+        "envpool/__init__.py": "import envpool.entry\n",
+        "envpool/entry.py": entry,
+        "envpool/python/api.py": "x = 1\n",
+        "envpool/atari/__init__.py": "",
+        "envpool/atari/atari_envpool.so": "binary",
+        "envpool/box2d/__init__.py": "",
+        "envpool/box2d/box2d_envpool.so": "binary",
+        "envpool/mujoco/gym/registration.py": "",
+        "envpool-1.2.5.dist-info/METADATA": "Name: envpool\n",
+    }
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr("envpool-1.2.5.dist-info/RECORD", "stale\n")
+    bundle.slim_envpool(wheel, ("atari",))
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert names == {
+            "envpool/__init__.py",
+            "envpool/entry.py",
+            "envpool/python/api.py",
+            "envpool/atari/__init__.py",
+            "envpool/atari/atari_envpool.so",
+            "envpool-1.2.5.dist-info/METADATA",
+            "envpool-1.2.5.dist-info/RECORD",
+        }
+        assert archive.read("envpool/entry.py").decode() == (
+            '"""Entry."""\n\nimport envpool.atari.registration  # noqa: F401\n'
+        )
+        record = archive.read("envpool-1.2.5.dist-info/RECORD").decode().splitlines()
+        for line in record:
+            name, digest, size = line.split(",")
+            if name.endswith("RECORD"):
+                assert digest == size == ""
+                continue
+            data = archive.read(name)
+            assert digest == record_hash(data) and int(size) == len(data)
+        assert len(record) == len(names)
+
+
+def test_size_check_counts_tree_and_bundle_and_names_the_largest_files(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "code.py").write_bytes(b"x" * 2**20)
+    (tree / "runs").mkdir()
+    (tree / "runs" / "ignored.bin").write_bytes(b"x" * 3 * 2**20)  # outputs are not carried
+    wheels = tmp_path / "bundle" / "wheels"
+    wheels.mkdir(parents=True)
+    (wheels / "big-1.0-py3-none-any.whl").write_bytes(b"x" * 2 * 2**20)
+    total, problem = bundle.size_problem(tmp_path / "bundle", 4.0, root=tree)
+    assert total == pytest.approx(3.0) and problem is None
+    total, problem = bundle.size_problem(tmp_path / "bundle", 2.5, root=tree)
+    assert problem.startswith("tree plus bundle weigh 3.0 MiB, over the 2.5 MiB")
+    assert "big-1.0-py3-none-any.whl (2.0 MiB)" in problem
+
+
+def test_bundle_command_refuses_a_bundle_over_the_limit(tmp_path, monkeypatch, capsys):
+    def fake_build(args):
+        out = Path(args.out)
+        (out / "wheels").mkdir(parents=True)
+        (out / "wheels" / "x-1-py3-none-any.whl").write_bytes(b"x" * 2**20)
+        return {"wheels": [], "envpool_assets": None}
+
+    monkeypatch.setattr(bundle, "build", fake_build)
+    args = bundle.parse(["--out", str(tmp_path / "b"), "--limit-mib", "0.5"])
+    assert bundle.main(args) == 2
+    assert "error: tree plus bundle weigh" in capsys.readouterr().err
+
+
+def test_the_command_line_refuses_bad_input_before_running_anything(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    cases = [
+        (["--only", "nope"], "invalid choice: 'nope'"),
+        (["--budget-s", "-1"], "--budget-s must be positive"),
+        (["--out", str(tmp_path / "full")], "is not empty; give --out a new folder"),
+    ]
+    for argv, message in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.device", *argv],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert message in proc.stderr
+    assert list((tmp_path / "full").iterdir()) == [tmp_path / "full" / "x"]
+
+
+def fake_wheel(folder: Path, name: str, version: str) -> Path:
+    """A minimal pure-Python wheel holding module ``name``."""
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": f"VERSION = {version!r}\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = [
+        f"{path},{record_hash(text.encode())},{len(text.encode())}" for path, text in files.items()
+    ]
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in files.items():
+            archive.writestr(member, text)
+        archive.writestr(f"{dist}/RECORD", "\n".join([*record, f"{dist}/RECORD,,"]) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_install_adds_only_what_this_python_lacks_into_its_own_folder(tmp_path):
+    from benchmarks.device import install
+
+    wheels = tmp_path / "bundle" / "wheels"
+    wheels.mkdir(parents=True)
+    missing = fake_wheel(wheels, "purerl_device_check_probe", "1.0")
+    present = fake_wheel(wheels, "numpy", "0.0.1")  # installed here: must be left alone
+    manifest = {
+        "python": "3.12",
+        "wheels": [
+            {
+                "name": "purerl-device-check-probe",
+                "file": f"wheels/{missing.name}",
+                "role": "runtime",
+            },
+            {"name": "numpy", "file": f"wheels/{present.name}", "role": "runtime"},
+        ],
+    }
+    (tmp_path / "bundle" / bundle.MANIFEST).write_text(json.dumps(manifest))
+    site = tmp_path / "site"
+    row, env = install.install(tmp_path / "bundle", site)
+    assert row.status == "pass", row
+    assert row.figures["installed"] == ["purerl-device-check-probe"]
+    assert row.figures["already_there"] == 1
+    assert (site / "purerl_device_check_probe.py").is_file()
+    assert not (site / "numpy").exists()
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(site)
+    assert env["PURERL_COMPILATION_CACHE"] == "0"
+    probe = subprocess.run(
+        [sys.executable, "-c", "import purerl_device_check_probe as p, numpy; print(p.VERSION)"],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert probe.stdout.strip() == "1.0", probe.stderr
+    import importlib.metadata
+
+    assert importlib.metadata.version("numpy") != "0.0.1"
+
+
+def test_publish_merges_reports_later_rows_first_and_replaces_its_section(tmp_path):
+    from benchmarks.device import publish
+
+    first = tmp_path / "run1"
+    second = tmp_path / "run2"
+    header = {"date": "2026-11-26", "devices": ["cuda:0 (H200)"], "jax": "0.11.2"}
+    report.write(first, [Row("a", "fail", error="crashed"), Row("b", "pass", {"x": 1})], header)
+    report.write(second, [Row("a", "pass", {"x": 2})], {**header, "devices": []})
+    page = tmp_path / "BENCHMARKS.md"
+    page.write_text(f"# Results\n\n{publish.START_MARKER}\nold\n{publish.END_MARKER}\n\nafter\n")
+    argv = [str(first / "report.json"), str(second / "report.json"), "--benchmarks", str(page)]
+    assert publish.main(argv) == 0
+    text = page.read_text()
+    assert "old" not in text and text.endswith("\n\nafter\n")
+    assert "| a | pass | x 2 |  | run2 |" in text
+    assert "| b | pass | x 1 |  | run1 |" in text
+    assert "crashed" not in text
+    assert "on cuda:0 (H200)" in text and "jax 0.11.2" in text
+    assert publish.main([str(tmp_path / "none.json"), "--benchmarks", str(page)]) == 2

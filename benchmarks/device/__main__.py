@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from benchmarks.device import checks, install, report
-from benchmarks.device.bundle import DEFAULT_OUT, LIMIT_MIB, ROOT, last_line, size_problem
-from benchmarks.device.report import Row
+from benchmarks.device.bundle import DEFAULT_OUT, LIMIT_MIB, ROOT, size_problem
+from benchmarks.device.report import Row, last_line
 
 # Seconds each group may take: (full, quick). A group also stops where the whole check's
 # budget ends.

@@ -35,6 +35,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from benchmarks.device.report import last_line
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "build" / "device-bundle"
 MANIFEST = "manifest.json"
@@ -155,11 +157,6 @@ def resolve(requirements: list[str], python: str) -> dict[str, tuple[str, str]]:
         )
         for item in found
     }
-
-
-def last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
 
 
 def purerl_requirements() -> list[str]:

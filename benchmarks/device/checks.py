@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from benchmarks.device.report import Row, append_row
+from benchmarks.device.report import Row, append_row, last_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,11 +164,6 @@ def run_command(
             proc.kill()
             output, _ = proc.communicate()
     return proc.returncode, output[-4000:], time.perf_counter() - start
-
-
-def last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(no output)"
 
 
 # ---------------------------------------------------------------- groups

@@ -20,8 +20,8 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from benchmarks.device.bundle import MANIFEST, ROOT, last_line, normalize
-from benchmarks.device.report import Row
+from benchmarks.device.bundle import MANIFEST, ROOT, normalize
+from benchmarks.device.report import Row, last_line
 
 
 def installed(name: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +39,16 @@ class Row:
     def from_json(cls, data: dict[str, Any]) -> Row:
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in fields})
+
+
+def last_line(text: str) -> str:
+    """What a failed process's output says went wrong: its last exception line (``ValueError:
+    ...``, not JAX's traceback note after it), else its last line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line):
+            return line[:300]
+    return lines[-1][:300] if lines else "(no output)"
 
 
 def format_value(value: Any) -> str:

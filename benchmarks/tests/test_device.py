@@ -93,6 +93,17 @@ def test_a_crashed_group_keeps_its_rows_and_names_its_signal(tmp_path, monkeypat
     assert "died of signal 6 (SIGABRT)" in rows[1].error
 
 
+def test_a_failed_process_is_reported_by_its_exception_line():
+    output = (
+        'Traceback (most recent call last):\n  File "x.py", line 1\n'
+        "RuntimeError: Unable to initialize backend 'rocm'\n--------------------\n"
+        "For simplicity, JAX has removed its internal frames from the traceback.\n"
+    )
+    assert report.last_line(output) == "RuntimeError: Unable to initialize backend 'rocm'"
+    assert report.last_line("starting\nKilled\n") == "Killed"
+    assert report.last_line("") == "(no output)"
+
+
 def test_every_full_size_throughput_row_is_a_valid_configuration():
     from benchmarks import throughput
 

@@ -35,11 +35,11 @@ import tyro
 from benchmarks.timing import peak_rss_mib, timed
 from purerl import envs
 from purerl.algos.ppo import act, make_ppo
+from purerl.core.loop import init_agents
+from purerl.core.rollout import collect
 from purerl.envs.envpool import AtariProtocol
-from purerl.loop import init_agents
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
-from purerl.rollout import collect
-from purerl.runtime import configure_jax
+from purerl.run.runtime import configure_jax
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +111,7 @@ def measure(args: AtariBenchArgs) -> AtariTimes:
         return jax.lax.scan(body, env_state, jax.random.split(key, steps))
 
     def rollout(state, key):
-        from purerl.nets import make_actor_critic
+        from purerl.core.nets import make_actor_critic
 
         network = make_actor_critic(
             env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm

@@ -42,9 +42,9 @@ import numpy as np
 import tyro
 
 from purerl import algos, envs
+from purerl.core.loop import init_agent
+from purerl.core.rollout import PolicyStep, collect
 from purerl.envs.stats import FINAL_WINDOW_EPISODES
-from purerl.loop import init_agent
-from purerl.rollout import PolicyStep, collect
 
 MAX_SPEED = 8.0
 MAX_TORQUE = 2.0
@@ -456,9 +456,9 @@ def load_pendulum_run(run_dir: Path):
         SystemExit: with one line naming the problem, for a missing or unreadable run or one on
             another environment.
     """
-    from purerl.checkpoint import CheckpointError
     from purerl.config import ConfigError
-    from purerl.evaluate import load_run
+    from purerl.run.checkpoint import CheckpointError
+    from purerl.run.evaluate import load_run
 
     try:
         run = load_run(run_dir, "latest")
@@ -480,7 +480,7 @@ def print_shortfalls(
     omega0: np.ndarray,
 ):
     """The tables of ``--compare-run``: one row per seed of the run in each."""
-    from purerl.policy import Policy
+    from purerl.run.policy import Policy
 
     worst = f"worst {WORST_FRACTION:.0%}"
     print(

@@ -30,8 +30,10 @@ from pathlib import Path
 import jax
 import tyro
 
-from purerl import algos, envs, loop, rundir, session
-from purerl.runtime import configure_jax
+from purerl import algos, envs
+from purerl.core import loop
+from purerl.run import rundir, session
+from purerl.run.runtime import configure_jax
 
 
 @dataclasses.dataclass(frozen=True)

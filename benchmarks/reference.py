@@ -18,18 +18,17 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from purerl.nets import orthogonal
+from purerl.core.nets import orthogonal
 
 
 class MLP(nn.Module):
     """Hidden layers with orthogonal init (gain sqrt 2), then a head with gain ``head_gain``; each
     observation is flattened first, as purerl's MLP torso does.
 
-    The initialiser is flax's, run one matrix at a time under ``vmap`` (``purerl.nets.orthogonal``:
-    the same values). PPO's vmapped ``train`` initialises actor and critic inside the program,
-    and two batched QR factorisations running at once can deadlock XLA:CPU's thread pool on two
-    cores (why purerl's networks use it). With flax's initialiser the 8-seed PPO program hung
-    twice on 2026-11-24, every thread waiting, and ran on other attempts.
+    The initialiser is flax's, run one matrix at a time under ``vmap``
+    (``purerl.core.nets.orthogonal``: the same values). PPO's vmapped ``train`` initialises
+    actor and critic inside the program, and two batched QR factorisations running at once can
+    deadlock XLA:CPU's thread pool on two cores (why purerl's networks use it).
     """
 
     hidden: tuple[int, ...]

@@ -26,10 +26,10 @@ import tyro
 from benchmarks.timing import peak_rss_mib
 from purerl import envs
 from purerl.algos.ppo import PPOHparams, make_ppo
-from purerl.loop import compile_chunk, init_agents
+from purerl.core.loop import compile_chunk, init_agents
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
-from purerl.runtime import configure_jax
-from purerl.sweep import flag_nonfinite_losses, stack_hparams
+from purerl.run.runtime import configure_jax
+from purerl.search.sweep import flag_nonfinite_losses, stack_hparams
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,14 +42,15 @@ from typing import Annotated, Any, NamedTuple
 import jax
 import tyro
 
-from purerl import algos, session
-from purerl.compare import format_return, markdown_table
+from purerl import algos
 from purerl.config import ConfigError
-from purerl.loop import NonFiniteLossError
+from purerl.core.loop import NonFiniteLossError
 from purerl.options import hint
-from purerl.plots import NotARunError, load_run, write_trial_graphs
 from purerl.presets import MINATAR_GAMES
-from purerl.runtime import configure_jax
+from purerl.run import session
+from purerl.run.compare import format_return, markdown_table
+from purerl.run.plots import NotARunError, load_run, write_trial_graphs
+from purerl.run.runtime import configure_jax
 
 START_MARKER = "<!-- bench-table:start -->"
 END_MARKER = "<!-- bench-table:end -->"

@@ -35,16 +35,16 @@ from jax.sharding import PartitionSpec as P
 from benchmarks import peers, reference
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl import algos, envs
-from purerl.loop import compile_chunk, init_agents
-from purerl.options import hint
-from purerl.parallel import (
+from purerl.core.loop import compile_chunk, init_agents
+from purerl.core.parallel import (
     DEVICE_AXIS,
     Placement,
     make_placement,
     request_cpu_devices,
     select_devices,
 )
-from purerl.runtime import configure_jax
+from purerl.options import hint
+from purerl.run.runtime import configure_jax
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,14 +19,13 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "load", "make_train", "train"]
 
 
+API = {"train": "purerl.api", "make_train": "purerl.api", "load": "purerl.run.policy"}
+"""The public functions, each imported from its module on first use."""
+
+
 def __getattr__(name: str) -> Any:
-    if name == "train":
-        # The module is callable: purerl.train(...) trains, import purerl.train imports it.
-        return importlib.import_module("purerl.train")
-    if name == "make_train":
-        return importlib.import_module("purerl.train").make_train
-    if name == "load":
-        return importlib.import_module("purerl.policy").load
+    if name in API:
+        return getattr(importlib.import_module(API[name]), name)
     try:  # submodules on first use: purerl.algos.get(...), purerl.envs.make(...)
         return importlib.import_module(f"purerl.{name}")
     except ModuleNotFoundError:

@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.logging import ChunkReport
-from purerl.rundir import MetricsWriter, write_json
+from purerl.core.report import ChunkReport
+from purerl.run.rundir import MetricsWriter, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import purerl
+from purerl.core.ops.normalize import normalize
 from purerl.envs.wrappers import NormalizeObsState
-from purerl.evaluate import load_run
-from purerl.ops.normalize import normalize
+from purerl.run.evaluate import load_run
 from tests.helpers import leaves_equal, metric_rows
 
 TINY = dict(
@@ -66,9 +66,9 @@ def test_env_with_a_named_preset_trains_that_preset_on_env():
     # As `purerl train ppo --preset Snake-v0 --env Snake-6x6-v0`: the preset's settings, the
     # given environment (the preset's own environment was once trained instead, silently).
     snake = purerl.algos.get("ppo").presets["Snake-v0"]
-    _, cfg, _ = purerl.train.resolve("ppo", "Snake-6x6-v0", "Snake-v0", {"num_seeds": 2})
+    _, cfg, _ = purerl.api.resolve("ppo", "Snake-6x6-v0", "Snake-v0", {"num_seeds": 2})
     assert cfg == dataclasses.replace(snake, env="Snake-6x6-v0", num_seeds=2)
-    _, cfg, _ = purerl.train.resolve("ppo", None, "Snake-v0", {})
+    _, cfg, _ = purerl.api.resolve("ppo", None, "Snake-v0", {})
     assert cfg == snake
 
 

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import buffers
+from purerl.core import buffers
 
 
 def example(num_envs=2):

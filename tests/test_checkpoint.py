@@ -10,7 +10,9 @@ from pathlib import Path
 import jax
 import pytest
 
-from purerl import algos, checkpoint, loop, session
+from purerl import algos
+from purerl.core import loop
+from purerl.run import checkpoint, session
 from tests.helpers import leaves_equal, metric_rows, run_cli, tree_digest
 
 PPO = algos.get("ppo").smoke
@@ -231,7 +233,7 @@ def test_a_full_disk_stops_with_one_message_and_the_run_resumes_once_space_is_ba
 @pytest.mark.slow
 def test_a_continuous_policy_from_before_action_range_units_is_refused(tmp_path):
     import purerl
-    from purerl.evaluate import load_run
+    from purerl.run.evaluate import load_run
 
     run_dir = tmp_path / "run"
     tiny = dict(num_envs=4, rollout_len=32, num_minibatches=2, num_epochs=1, hidden_sizes=(16,))

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from purerl import algos, rundir
+from purerl import algos
 from purerl.algos.dqn import DQNConfig
 from purerl.algos.ppo import PPOConfig
+from purerl.run import rundir
 from tests.helpers import DQN_TINY_ARGS, TINY_ARGS, one_error_line, run_cli, tree_digest
 
 

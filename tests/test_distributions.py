@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.distributions import Categorical, DiagGaussian
+from purerl.core.distributions import Categorical, DiagGaussian
 
 
 def test_categorical_log_prob_and_entropy_match_numpy():
@@ -48,8 +48,8 @@ def test_gaussian_samples_have_the_right_moments():
 
 
 def test_the_policy_gaussian_works_in_units_of_the_action_range():
+    from purerl.core.nets import PolicyHead
     from purerl.envs.base import Box
-    from purerl.nets import PolicyHead
 
     features = jax.random.normal(jax.random.key(0), (5, 8))
     unit = PolicyHead(Box((-1.0, -1.0), (1.0, 1.0), (2,)))
@@ -71,8 +71,8 @@ def test_the_policy_gaussian_works_in_units_of_the_action_range():
 
 
 def test_only_policies_whose_scale_changed_record_their_units():
+    from purerl.core.nets import policy_units_record
     from purerl.envs.base import Box, Discrete
-    from purerl.nets import policy_units_record
 
     assert policy_units_record(Discrete(4)) == {}
     assert policy_units_record(Box((-1.0,), (1.0,), (1,))) == {}

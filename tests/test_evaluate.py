@@ -7,8 +7,8 @@ from PIL import Image, ImageSequence
 
 from purerl import envs
 from purerl.envs.render import DRAWERS, render_frame
-from purerl.evaluate import evaluate, load_run, record_episode
-from purerl.video import write_gif
+from purerl.run.evaluate import evaluate, load_run, record_episode
+from purerl.run.video import write_gif
 from tests.helpers import one_error_line, run_cli
 
 
@@ -88,7 +88,7 @@ def vanishing_restore(monkeypatch, step_to_delete):
     checkpoint rotation): the directory goes and the first read of it fails."""
     import shutil
 
-    from purerl import checkpoint
+    from purerl.run import checkpoint
 
     real = checkpoint.restore
 

@@ -9,9 +9,13 @@ from tests.helpers import ROOT
 CHECK = """
 import sys
 import jax._src.xla_bridge as xla_bridge
-import purerl, purerl.algos, purerl.envs, purerl.train, purerl.cli
-import purerl.cli.train, purerl.cli.evaluate, purerl.cli.search, purerl.cli.doctor
-import purerl.session, purerl.loop, purerl.sweep, purerl.evaluate, purerl.policy, purerl.plots
+import importlib, pkgutil
+import purerl
+modules = [m.name for m in pkgutil.walk_packages(purerl.__path__, "purerl.")]
+assert "purerl.run.session" in modules and "purerl.core.loop" in modules, modules
+for name in modules:
+    if name != "purerl.__main__":
+        importlib.import_module(name)
 from purerl import algos
 for name in algos.names():
     algos.get(name).presets  # the presets import the algorithms and EnvPool's game list

@@ -8,8 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.logging import ChunkReport
-from purerl.loop import (
+from purerl.core.loop import (
     Agent,
     CheckpointPolicy,
     checkpoint_due,
@@ -18,7 +17,8 @@ from purerl.loop import (
     over_seeds,
     plan_chunks,
 )
-from purerl.rundir import report_rows
+from purerl.core.report import ChunkReport
+from purerl.run.rundir import report_rows
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ import flax.linen as nn
 import jax
 import numpy as np
 
-from purerl.nets import orthogonal
+from purerl.core.nets import orthogonal
 
 
 def test_orthogonal_init_vmapped_equals_flax_one_key_at_a_time():

@@ -14,7 +14,7 @@ import pytest
 
 import purerl
 from purerl.config import ConfigError
-from purerl.parallel import cpu_seed_split, even_split, make_placement, select_devices
+from purerl.core.parallel import cpu_seed_split, even_split, make_placement, select_devices
 from tests.helpers import ROOT, TINY_ARGS, run_cli
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from purerl.plots import TRIAL_GRAPH_FILES, NotARunError, compare_runs, write_trial_graphs
+from purerl.run.plots import TRIAL_GRAPH_FILES, NotARunError, compare_runs, write_trial_graphs
 from tests.helpers import learning_curves, png_is_a_plot, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,12 +65,12 @@ def test_a_run_without_any_finished_episode_still_plots(tmp_path):
 
 
 def test_drawing_selects_no_backend_and_leaves_no_pyplot_figures(tmp_path):
-    # In a fresh interpreter: purerl.plots draws on its own Agg canvases, so a user's
+    # In a fresh interpreter: purerl.run.plots draws on its own Agg canvases, so a user's
     # backend choice and pyplot's figure list are left as they were.
     code = (
         "import pathlib, numpy as np, matplotlib\n"
         "backend_before = matplotlib.rcParams._get_backend_or_none()\n"
-        "from purerl.plots import write_trial_graphs\n"
+        "from purerl.run.plots import write_trial_graphs\n"
         "from tests.helpers import write_synthetic_run\n"
         f"write_trial_graphs(write_synthetic_run(pathlib.Path({str(tmp_path / 'r')!r}),"
         " np.ones((1, 3))))\n"

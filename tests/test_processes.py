@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from purerl import algos, rundir
+from purerl import algos
+from purerl.run import rundir
 from tests.helpers import ROOT, TINY_ARGS, metric_rows, run_cli, run_process
 
 
@@ -205,7 +206,7 @@ cp {run_dir}/metrics.jsonl {out}/metrics.jsonl
 # before the real set-up.
 HELD_IN_SETUP = """
 import sys
-from purerl import session
+from purerl.run import session
 from purerl.cli import main
 
 real_prepare = session.prepare
@@ -271,8 +272,8 @@ def test_a_closed_standard_output_stops_the_command_with_one_line(tmp_path):
 
 
 def test_an_interrupt_while_libraries_load_is_one_line(monkeypatch, capsys):
-    from purerl import runtime
     from purerl.cli import guarded
+    from purerl.run import runtime
 
     def interrupted():
         raise KeyboardInterrupt

@@ -7,14 +7,14 @@ import shutil
 import numpy as np
 import pytest
 
-from purerl.compare import (
+from purerl.run.compare import (
     comparison_table,
     final_return,
     moving_average,
     run_table_row,
     steps_per_second,
 )
-from purerl.rundir import NotARunError, load_run
+from purerl.run.rundir import NotARunError, load_run
 from tests.helpers import learning_curves, write_synthetic_run
 
 

@@ -12,9 +12,9 @@ import pytest
 from purerl import algos, envs
 from purerl.algos.dqn import make_dqn
 from purerl.algos.ppo import PPOHparams, make_ppo
-from purerl.logging import ChunkReport
-from purerl.loop import train
-from purerl.sweep import (
+from purerl.core.loop import train
+from purerl.core.report import ChunkReport
+from purerl.search.sweep import (
     NONFINITE_LOSS,
     AgentTracker,
     BatchResult,
@@ -108,7 +108,7 @@ def test_sweep_returns_results_in_input_order_across_groups(monkeypatch):
         ]
         return BatchResult(results, None)
 
-    monkeypatch.setattr("purerl.sweep.run_batch", fake_run_batch)
+    monkeypatch.setattr("purerl.search.sweep.run_batch", fake_run_batch)
     pairs = [(4, 0.1), (8, 0.2), (4, 0.3)]
     configs = [dataclasses.replace(TINY_PPO, num_envs=n, lr=lr) for n, lr in pairs]
     results = sweep("ppo", configs)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from purerl.config import ConfigError
-from purerl.extras import MissingExtraError
-from purerl.tensorboard import TensorBoardSink, iter_records, masked_crc32c, read_scalars
+from purerl.run.extras import MissingExtraError
+from purerl.run.tensorboard import TensorBoardSink, iter_records, masked_crc32c, read_scalars
 from tests.helpers import TINY_ARGS, chunk_reports, run_cli
 
 needs_tensorboardx = pytest.mark.skipif(
@@ -143,7 +143,7 @@ def test_missing_tensorboardx_is_a_clear_config_error(monkeypatch, tmp_path):
 
 
 def test_missing_wandb_is_a_clear_error(monkeypatch):
-    from purerl.wandb_sink import WandbSink
+    from purerl.run.wandb_sink import WandbSink
 
     hide_module(monkeypatch, "wandb")
     with pytest.raises(
@@ -153,7 +153,7 @@ def test_missing_wandb_is_a_clear_error(monkeypatch):
 
 
 def test_wandb_sink_logs_rows_by_env_step(monkeypatch):
-    from purerl.wandb_sink import WandbSink
+    from purerl.run.wandb_sink import WandbSink
 
     calls = {"log": [], "summary": {}}
     run = types.SimpleNamespace(

@@ -334,7 +334,7 @@ def atari_command_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
     fixed number of updates, beside the raw EnvPool rate the ``atari`` group measured. This
     process never starts JAX: the command has the device to itself."""
     from benchmarks.device.report import read_rows
-    from purerl.rundir import load_run
+    from purerl.run.rundir import load_run
 
     bench = {row.name: row for row in read_rows(out / "rows" / "atari.jsonl")}
     sizes = ATARI_ENVS_QUICK if quick else ATARI_ENVS_FULL
@@ -405,7 +405,7 @@ def learning_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
     for at most the group's time: past it the run gets SIGTERM and stops where it is, saved.
     The row is the return curve and the wall time, from the run directory; it passes when the
     run finished or was stopped by the limit, with episodes finished."""
-    from purerl.rundir import load_run
+    from purerl.run.rundir import load_run
 
     name = "learning ppo Breakout-MinAtar"
     run_dir = out / "runs" / "ppo-Breakout-MinAtar"
@@ -490,7 +490,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     rows_path = out / "rows" / f"{args.group}.jsonl"
-    from purerl.runtime import configure_jax
+    from purerl.run.runtime import configure_jax
 
     configure_jax()
     for row in GROUP_FUNCTIONS[args.group](args.quick, out, args.limit_s):

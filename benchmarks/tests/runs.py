@@ -13,9 +13,9 @@ from unittest import mock
 
 import numpy as np
 
+from purerl.core.report import ChunkReport
 from purerl.envs.stats import recent_mean_return
-from purerl.logging import ChunkReport
-from purerl.rundir import MetricsWriter, write_json
+from purerl.run.rundir import MetricsWriter, write_json
 
 
 def run_module(module: str, *args) -> subprocess.CompletedProcess:

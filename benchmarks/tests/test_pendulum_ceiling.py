@@ -103,7 +103,7 @@ def test_observation_normalisation_leaves_the_environment_stream_alone():
     """The replay leaves normalisation out; the preset's runs have it. Stepping both with the
     same keys and zero torque through a reset gives the same rewards, so the same states."""
     from purerl import algos, envs
-    from purerl.rollout import PolicyStep, collect
+    from purerl.core.rollout import PolicyStep, collect
 
     preset = algos.get("ppo").base_config("Pendulum-v1")
     assert preset.normalize_obs
@@ -271,6 +271,6 @@ def test_script_refuses_a_missing_run_or_another_environment(tmp_path, monkeypat
     with pytest.raises(SystemExit, match="--compare-run: run directory .* does not exist"):
         pc.main(tyro.cli(pc.Args, args=["--compare-run", str(tmp_path / "none")]))
     cartpole = SimpleNamespace(cfg=SimpleNamespace(env="CartPole-v1"))
-    monkeypatch.setattr("purerl.evaluate.load_run", lambda run_dir, which: cartpole)
+    monkeypatch.setattr("purerl.run.evaluate.load_run", lambda run_dir, which: cartpole)
     with pytest.raises(SystemExit, match="needs a Pendulum-v1 run; .* trained CartPole-v1"):
         pc.main(tyro.cli(pc.Args, args=["--compare-run", str(tmp_path)]))

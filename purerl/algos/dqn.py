@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from purerl import buffers
 from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config
 from purerl.config import (
     Activation,
@@ -28,17 +27,18 @@ from purerl.config import (
     require_positive,
     require_unit_interval,
 )
-from purerl.distributions import EpsilonGreedy
+from purerl.core import buffers
+from purerl.core.distributions import EpsilonGreedy
+from purerl.core.nets import QNetwork, make_q_network
+from purerl.core.ops.losses import TDLoss, masked_mean, td_loss
+from purerl.core.ops.optim import current_lr, linear_schedule, make_optimizer
+from purerl.core.ops.returns import q_learning_targets
+from purerl.core.ops.sgd import fold_in_axis, pmean, sgd_step
+from purerl.core.rollout import PolicyStep, collect
+from purerl.core.types import Array, Key, Metrics, PyTree
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
-from purerl.nets import QNetwork, make_q_network
-from purerl.ops.losses import TDLoss, masked_mean, td_loss
-from purerl.ops.optim import current_lr, linear_schedule, make_optimizer
-from purerl.ops.returns import q_learning_targets
-from purerl.ops.sgd import fold_in_axis, pmean, sgd_step
 from purerl.options import RunOptions
-from purerl.rollout import PolicyStep, collect
-from purerl.types import Array, Key, Metrics, PyTree
 
 MAX_DQN_STEPS = 2**31 - 1
 """Environment steps are counted in int32 inside the update."""

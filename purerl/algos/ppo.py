@@ -23,15 +23,15 @@ from purerl.config import (
     require_positive,
     require_unit_interval,
 )
+from purerl.core.nets import ActorCritic, make_actor_critic
+from purerl.core.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
+from purerl.core.ops.optim import current_lr, make_optimizer
+from purerl.core.ops.returns import compute_gae
+from purerl.core.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
+from purerl.core.rollout import PolicyStep, collect, rollout_values
+from purerl.core.types import Array, Key, Metrics, PyTree
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
-from purerl.nets import ActorCritic, make_actor_critic
-from purerl.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
-from purerl.ops.optim import current_lr, make_optimizer
-from purerl.ops.returns import compute_gae
-from purerl.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
-from purerl.rollout import PolicyStep, collect, rollout_values
-from purerl.types import Array, Key, Metrics, PyTree
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,16 +27,16 @@ from purerl.config import (
     require_positive,
     require_unit_interval,
 )
-from purerl.distributions import EpsilonGreedy
+from purerl.core.distributions import EpsilonGreedy
+from purerl.core.nets import QNetwork, make_q_network
+from purerl.core.ops.losses import masked_mean, td_loss
+from purerl.core.ops.optim import Optimizer, current_lr, linear_schedule, make_optimizer
+from purerl.core.ops.returns import compute_lambda_returns
+from purerl.core.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
+from purerl.core.rollout import PolicyStep, collect, rollout_values
+from purerl.core.types import Array, Key, Metrics, PyTree
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
-from purerl.nets import QNetwork, make_q_network
-from purerl.ops.losses import masked_mean, td_loss
-from purerl.ops.optim import Optimizer, current_lr, linear_schedule, make_optimizer
-from purerl.ops.returns import compute_lambda_returns
-from purerl.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
-from purerl.rollout import PolicyStep, collect, rollout_values
-from purerl.types import Array, Key, Metrics, PyTree
 
 
 @dataclasses.dataclass(frozen=True)

@@ -148,12 +148,12 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
     if owns_process:
         STARTUP.begin()
     try:
-        from purerl.checkpoint import CheckpointError
         from purerl.cli.parsing import HelpShown
         from purerl.config import ConfigError
-        from purerl.loop import NonFiniteLossError
-        from purerl.runtime import configure_jax, quiet_libraries
-        from purerl.signals import Stopped
+        from purerl.core.loop import NonFiniteLossError
+        from purerl.run.checkpoint import CheckpointError
+        from purerl.run.runtime import configure_jax, quiet_libraries
+        from purerl.run.signals import Stopped
 
         configure_jax()
         quiet_libraries()

@@ -108,7 +108,8 @@ def train_check(
     """Trains the CartPole-v1 preset (else, or with ``--quick``, the smoke configuration)."""
     import dataclasses as dc
 
-    from purerl import algos, envs, loop, parallel
+    from purerl import algos, envs
+    from purerl.core import loop, parallel
 
     spec = algos.get(spec_name)
     cfg = spec.smoke if args.quick else spec.presets.get("CartPole-v1", spec.smoke)
@@ -133,7 +134,7 @@ def train_check(
 CHILD_ENVPOOL = """
 import json, sys, time
 import jax, jax.numpy as jnp
-from purerl.runtime import configure_jax
+from purerl.run.runtime import configure_jax
 configure_jax()
 from purerl import envs
 num_envs, steps = 8, int(sys.argv[1])
@@ -160,9 +161,10 @@ print(json.dumps({"rate": steps * num_envs * 4 / seconds, "finite": total == tot
 CHILD_ATARI = """
 import json, sys, time
 import jax
-from purerl.runtime import configure_jax
+from purerl.run.runtime import configure_jax
 configure_jax()
-from purerl import envs, loop
+from purerl import envs
+from purerl.core import loop
 from purerl.algos.ppo import SPEC
 import dataclasses
 cfg = dataclasses.replace(SPEC.presets["Breakout-v5"], num_envs=8, rollout_len=32,
@@ -184,7 +186,7 @@ print(json.dumps({"rate": 8 * 32 * 4 / seconds, "finite": loss == loss,
 def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -> Check:
     """Runs ``code`` in a fresh Python: a crash there (an abort in a custom call) is a failed
     check, not a crashed doctor."""
-    from purerl.runtime import child_process_env
+    from purerl.run.runtime import child_process_env
 
     env = child_process_env(**platform_env)
     try:
@@ -230,7 +232,8 @@ def error_line(stderr: str) -> str | None:
 def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
     import jax
 
-    from purerl import algos, parallel
+    from purerl import algos
+    from purerl.core import parallel
 
     if args.device in ("auto", "cpu"):
         # One CPU device per core, so that "seeds over devices" shows what that split gains

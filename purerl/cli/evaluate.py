@@ -20,7 +20,7 @@ import tyro
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.options import hint
-from purerl.runtime import enable_compilation_cache
+from purerl.run.runtime import enable_compilation_cache
 
 MAX_EPISODES = 100_000
 MAX_STEPS = 10_000_000
@@ -63,7 +63,7 @@ class EvalArgs:
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(EvalArgs, argv, prog, __doc__)
     enable_compilation_cache()
-    from purerl.evaluate import evaluate, load_run
+    from purerl.run.evaluate import evaluate, load_run
 
     run = load_run(Path(args.run_dir), args.checkpoint)
     num_seeds = run.cfg.num_seeds
@@ -98,8 +98,8 @@ def main(argv: Sequence[str], prog: str) -> int:
 
 
 def write_video(run, args: EvalArgs) -> None:
-    from purerl.evaluate import record_episode
-    from purerl.video import write_gif
+    from purerl.run.evaluate import record_episode
+    from purerl.run.video import write_gif
 
     index = args.seed_index or 0
     recording = record_episode(run, index, args.seed, args.greedy, args.max_steps)

@@ -41,8 +41,8 @@ class PlotArgs:
 
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(PlotArgs, argv, prog, __doc__)
-    from purerl.compare import comparison_table
-    from purerl.plots import compare_runs
+    from purerl.run.compare import comparison_table
+    from purerl.run.plots import compare_runs
 
     rows = compare_runs([Path(p) for p in args.run_dirs], Path(args.out), args.window)
     print(comparison_table(rows))

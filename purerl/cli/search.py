@@ -23,18 +23,19 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from purerl import algos, parallel
+from purerl import algos
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
-from purerl.extras import import_extra
-from purerl.logging import ProgressSink
+from purerl.core import parallel
 from purerl.options import hint
-from purerl.rundir import create_run_dir, default_run_dir, write_json
-from purerl.runtime import enable_compilation_cache
+from purerl.run.extras import import_extra
+from purerl.run.rundir import create_run_dir, default_run_dir, write_json
+from purerl.run.runtime import enable_compilation_cache
+from purerl.run.sinks import ProgressSink
 from purerl.search.plan import SearchPlan, describe, make_plan, spec_record
 from purerl.search.results import DONE, Row, SearchProgress, markdown_table, write_results
 from purerl.search.spec import SPEC_KEYS, SpecError, parse_param_flag, parse_spec
-from purerl.sweep import batch_placement, run_batch
+from purerl.search.sweep import batch_placement, run_batch
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,16 +18,17 @@ from typing import Annotated, Any
 
 import tyro
 
-from purerl import algos, rundir
+from purerl import algos
 from purerl.algos import AlgoSpec, preset_names
 from purerl.cli.parsing import UsageError, parse, peek
 from purerl.config import ConfigError, flag
 from purerl.options import hint
-from purerl.runtime import enable_compilation_cache
-from purerl.session import TrainRequest, cpu_split_hint, merge_resume_options, prepare
-from purerl.session import describe as describe_setup
-from purerl.session import run as run_session
-from purerl.signals import StopOnSignal
+from purerl.run import rundir
+from purerl.run.runtime import enable_compilation_cache
+from purerl.run.session import TrainRequest, cpu_split_hint, merge_resume_options, prepare
+from purerl.run.session import describe as describe_setup
+from purerl.run.session import run as run_session
+from purerl.run.signals import StopOnSignal
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.types import Array, EpisodeStats, Key
+from purerl.core.types import Array, EpisodeStats, Key
 
 S = TypeVar("S")
 

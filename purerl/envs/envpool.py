@@ -45,10 +45,10 @@ import numpy as np
 from jax.experimental import io_callback
 
 from purerl.config import type_problem
+from purerl.core.types import Array, Key
 from purerl.envs import stats
 from purerl.envs.base import EnvSpec, Step, action_space_from
-from purerl.runtime import child_process_env
-from purerl.types import Array, Key
+from purerl.run.runtime import child_process_env
 
 ATARI_GAMES = (
     "Adventure", "AirRaid", "Alien", "Amidar", "Assault", "Asterix", "Asteroids", "Atlantis",

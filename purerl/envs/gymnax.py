@@ -8,8 +8,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.core.types import Array, Key
 from purerl.envs.base import EnvSpec, Step, action_space_from, no_episodes
-from purerl.types import Array, Key
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.types import Array, EpisodeStats, Metrics
+from purerl.core.types import Array, EpisodeStats, Metrics
 
 
 class EpisodeAccumulator(NamedTuple):

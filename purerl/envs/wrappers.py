@@ -14,15 +14,15 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.envs import stats
-from purerl.envs.base import Box, Environment, EnvSpec, Step
-from purerl.ops.normalize import (
+from purerl.core.ops.normalize import (
     RunningMeanStd,
     init_running_stats,
     normalize,
     update_running_stats,
 )
-from purerl.types import Array, Key
+from purerl.core.types import Array, Key
+from purerl.envs import stats
+from purerl.envs.base import Box, Environment, EnvSpec, Step
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 ``expand`` enumerates ``samples`` rounds of the grid's cartesian product and draws the sampled
 parameters of each configuration from ``np.random.default_rng(sample_seed)``; ``make_plan``
-validates the resulting configurations and batches them into programs (``purerl.sweep``).
+validates the resulting configurations and batches them into programs (``purerl.search.sweep``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from purerl.search.spec import (
     SpecError,
     parameter_kinds,
 )
-from purerl.sweep import group_configs, split_groups
+from purerl.search.sweep import group_configs, split_groups
 
 SIGNIFICANT_DIGITS = 4
 """Drawn values are rounded to this many digits, so tables, configs and runs show one value."""

@@ -23,12 +23,12 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from purerl.extras import import_extra
 from purerl.options import hint
+from purerl.run.extras import import_extra
 from purerl.search.plan import SearchPlan
 from purerl.search.results import DONE, Row, SearchProgress
+from purerl.search.sweep import ChunkProgress, ConfigResult
 from purerl.search.trial import train_trial
-from purerl.sweep import ChunkProgress, ConfigResult
 
 REQUIREMENT = "'purerl[search]'"
 ASHA_REDUCTION = 3

@@ -17,10 +17,10 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 
 from purerl import algos
-from purerl.rundir import ConfigRecord, write_json
+from purerl.run.rundir import ConfigRecord, write_json
 from purerl.search.plan import describe, format_value
 from purerl.search.spec import SearchSpec
-from purerl.sweep import ConfigResult
+from purerl.search.sweep import ConfigResult
 
 DONE = "done"
 

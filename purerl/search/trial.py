@@ -2,7 +2,7 @@
 
 This module imports nothing but the standard library at the top, and configurations reach it
 as plain dicts, on purpose: importing purerl's environments (gymnax) creates JAX's CPU client,
-after which neither ``configure_jax`` (async dispatch off, see ``purerl.runtime``) nor the XLA
+after which neither ``configure_jax`` (async dispatch off, see ``purerl.run.runtime``) nor the XLA
 memory variables of a GPU share take effect. A trial applies both first, then imports the rest.
 """
 
@@ -23,15 +23,15 @@ def train_trial(
     """Trains batch ``config["batch"]`` (configurations as ``dataclasses.asdict`` dicts),
     calling ``ray.tune.report`` after every chunk (``ray_backend.report_metrics``)."""
     os.environ.update(env_vars)
-    from purerl.runtime import configure_jax
+    from purerl.run.runtime import configure_jax
 
     configure_jax()
     from ray import tune
 
     from purerl import algos
-    from purerl.rundir import from_json
+    from purerl.run.rundir import from_json
     from purerl.search.ray_backend import report_metrics
-    from purerl.sweep import ChunkProgress, run_batch
+    from purerl.search.sweep import ChunkProgress, run_batch
 
     spec = algos.get(algo_name)
     configs = [

@@ -11,9 +11,9 @@ from jax.extend.core import jaxprs_in_params
 
 from purerl import algos, envs
 from purerl.algos.dqn import DQNConfig, make_dqn
+from purerl.core.loop import compile_chunk, init_agents, make_run_chunk, over_seeds
+from purerl.core.nets import make_q_network
 from purerl.envs.probes import PROBES
-from purerl.loop import compile_chunk, init_agents, make_run_chunk, over_seeds
-from purerl.nets import make_q_network
 from tests.helpers import leaves_equal, train_probes
 
 # The registry's smoke configuration (CartPole-v1): the same tiny run the shared invariants use.

@@ -16,7 +16,14 @@ import pytest
 
 from purerl import algos, envs
 from purerl.config import ConfigError
-from purerl.loop import init_agent, init_agents, init_program, make_run_chunk, over_seeds, train
+from purerl.core.loop import (
+    init_agent,
+    init_agents,
+    init_program,
+    make_run_chunk,
+    over_seeds,
+    train,
+)
 from tests.helpers import as_numpy, leaves_equal
 
 NAMES = algos.names()

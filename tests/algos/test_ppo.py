@@ -10,8 +10,8 @@ import pytest
 
 from purerl import algos, envs
 from purerl.algos.ppo import PPOConfig, make_ppo
+from purerl.core.loop import compile_chunk, init_agents, train
 from purerl.envs.probes import PROBES
-from purerl.loop import compile_chunk, init_agents, train
 from purerl.presets.ppo import PRESETS
 from tests.helpers import train_probes
 
@@ -89,7 +89,7 @@ PROBE_CFG = PPOConfig(
 @pytest.fixture(scope="module")
 def probe_agents():
     """PPO trained on all five probes in one program."""
-    from purerl.nets import make_actor_critic
+    from purerl.core.nets import make_actor_critic
 
     env, params = train_probes(make_ppo, PROBE_CFG, list(PROBES))
     return make_actor_critic(env.spec, PROBE_CFG.hidden_sizes, PROBE_CFG.activation), params

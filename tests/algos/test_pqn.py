@@ -12,8 +12,8 @@ import pytest
 import purerl
 from purerl import envs
 from purerl.algos.pqn import PQNConfig, make_pqn
+from purerl.core.nets import make_q_network
 from purerl.envs.probes import PROBES
-from purerl.nets import make_q_network
 from tests.helpers import train_probes
 
 PROBE_CFG = PQNConfig(

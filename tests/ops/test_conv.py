@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.ops.conv import conv2d
+from purerl.core.ops.conv import conv2d
 
 
 def conv_reference(x, kernel, stride):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.losses import (
+from purerl.core.ops.losses import (
     masked_mean,
     normalize_advantages,
     ppo_policy_loss,

@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.normalize import (
+from purerl.core.ops.normalize import (
     RunningMeanStd,
     init_running_stats,
     normalize,

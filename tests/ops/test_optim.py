@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.optim import current_lr, linear_decay, linear_schedule, make_optimizer
+from purerl.core.ops.optim import current_lr, linear_decay, linear_schedule, make_optimizer
 
 
 def test_linear_decay_matches_numpy():

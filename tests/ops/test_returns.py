@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from purerl.ops.returns import (
+from purerl.core.ops.returns import (
     compute_gae,
     compute_lambda_returns,
     next_step_values,

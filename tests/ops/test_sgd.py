@@ -4,7 +4,7 @@ import numpy as np
 import optax
 import pytest
 
-from purerl.ops.sgd import flatten_time_batch, minibatch_epochs, shuffle_into_minibatches
+from purerl.core.ops.sgd import flatten_time_batch, minibatch_epochs, shuffle_into_minibatches
 
 
 def test_shuffled_minibatches_are_a_permutation_of_the_batch():

@@ -17,12 +17,12 @@ from jax.sharding import PartitionSpec as P
 from purerl import algos, envs
 from purerl.algos.ppo import SPEC as PPO
 from purerl.algos.ppo import PPOBatch, PPOHparams, make_ppo, ppo_loss
-from purerl.loop import train
-from purerl.nets import make_actor_critic
-from purerl.ops.sgd import minibatch_epochs
-from purerl.parallel import DEVICE_AXIS, make_placement, select_devices
-from purerl.runtime import configure_jax
-from purerl.sweep import batch_placement, run_batch
+from purerl.core.loop import train
+from purerl.core.nets import make_actor_critic
+from purerl.core.ops.sgd import minibatch_epochs
+from purerl.core.parallel import DEVICE_AXIS, make_placement, select_devices
+from purerl.run.runtime import configure_jax
+from purerl.search.sweep import batch_placement, run_batch
 from tests.helpers import TINY_ARGS, run_cli
 
 # PPO's smoke config over 8 seeds in one chunk.

@@ -11,8 +11,8 @@ import pytest
 from purerl import envs
 from purerl.algos.ppo import PPOConfig, make_ppo
 from purerl.cli.search import SearchArgs, spec_data
-from purerl.loop import train
-from purerl.rundir import read_config
+from purerl.core.loop import train
+from purerl.run.rundir import read_config
 from purerl.search.plan import make_plan
 from purerl.search.spec import parse_spec
 from tests.helpers import one_error_line, run_cli

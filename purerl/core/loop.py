@@ -21,11 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.algos import Algo
-from purerl.checkpoint import HISTORY_KEYS, Snapshot
+from purerl.core.parallel import Placement, fetch, place, replicas_fingerprints
+from purerl.core.report import ChunkReport, Sink, emit
+from purerl.core.types import Array, Key, Metrics
 from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
-from purerl.logging import ChunkReport, Sink, emit
-from purerl.parallel import Placement, fetch, place, replicas_fingerprints
-from purerl.types import Array, Key, Metrics
+from purerl.run.checkpoint import HISTORY_KEYS, Snapshot
 
 S = TypeVar("S")
 
@@ -248,7 +248,7 @@ def divisors(n: int) -> list[int]:
 
 
 class Saver(Protocol):
-    """Where checkpoints go (``purerl.checkpoint.Checkpointer``)."""
+    """Where checkpoints go (``purerl.run.checkpoint.Checkpointer``)."""
 
     last_saved: int | None
 

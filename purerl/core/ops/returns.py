@@ -6,7 +6,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from purerl.types import Array
+from purerl.core.types import Array
 
 
 def compute_gae(
@@ -73,7 +73,7 @@ def compute_lambda_returns(
     flows across an episode boundary, and the last step bootstraps fully from
     ``next_values``. These are exactly the targets of ``compute_gae`` (advantages + values)
     whenever ``values[t + 1] == next_values[t]`` within an episode, which holds for values and
-    next values taken from one pass over the rollout (``purerl.rollout.rollout_values``), so
+    next values taken from one pass over the rollout (``purerl.core.rollout.rollout_values``), so
     they are computed by it.
 
     Args:

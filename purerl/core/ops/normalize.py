@@ -7,7 +7,7 @@ from typing import NamedTuple
 import chex
 import jax.numpy as jnp
 
-from purerl.types import Array
+from purerl.core.types import Array
 
 
 class RunningMeanStd(NamedTuple):

@@ -8,8 +8,8 @@ from typing import Any
 
 import jax
 
-from purerl import parallel
 from purerl.config import ConfigError
+from purerl.core import parallel
 
 USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS})
 """Write failures the user can fix (space, quota, permissions): one line, not a traceback."""

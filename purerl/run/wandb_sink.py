@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from purerl.extras import import_extra
-from purerl.logging import ChunkReport
-from purerl.rundir import report_rows
-from purerl.tensorboard import number_or_none
+from purerl.core.report import ChunkReport
+from purerl.run.extras import import_extra
+from purerl.run.rundir import report_rows
+from purerl.run.tensorboard import number_or_none
 
 
 class WandbSink:
-    """A ``purerl.logging.Sink`` that logs every metric to a Weights & Biases run.
+    """A ``purerl.core.report.Sink`` that logs every metric to a Weights & Biases run.
 
-    Keys follow ``purerl.tensorboard``: ``<metric>`` is the mean over seeds, ``<metric>/seed_<i>``
-    the seed at index ``i``, ``perf/frames`` the frames per agent; the W&B step is the
-    environment step count of one agent. At close the numbers of the summary go into the W&B
-    run summary as ``summary/<key>`` and the run is finished.
+    Keys follow ``purerl.run.tensorboard``: ``<metric>`` is the mean over seeds,
+    ``<metric>/seed_<i>`` the seed at index ``i``, ``perf/frames`` the frames per agent; the W&B
+    step is the environment step count of one agent. At close the numbers of the summary go into
+    the W&B run summary as ``summary/<key>`` and the run is finished.
 
     Args:
         project: W&B project name.

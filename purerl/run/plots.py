@@ -2,7 +2,7 @@
 
 Figures are drawn with matplotlib's object-oriented API on an Agg canvas, so importing this
 module changes no global matplotlib state (no backend switch, no pyplot). Runs are read with
-``purerl.rundir`` (re-exported here: ``load_run``, ``Run``, ``NotARunError``), so graphs can be
+``purerl.run.rundir`` (re-exported here: ``load_run``, ``Run``, ``NotARunError``), so graphs can be
 drawn while a run is still going.
 """
 
@@ -18,8 +18,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from purerl.compare import moving_average, run_table_row, seed_mean_std
-from purerl.rundir import NotARunError, Run, load_run
+from purerl.run.compare import moving_average, run_table_row, seed_mean_std
+from purerl.run.rundir import NotARunError, Run, load_run
 
 __all__ = [
     "NotARunError",

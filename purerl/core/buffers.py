@@ -17,7 +17,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from purerl.types import Array, Key, PyTree
+from purerl.core.types import Array, Key, PyTree
 
 
 class ReplayBuffer(NamedTuple):

@@ -1,6 +1,6 @@
 """Comparing runs: smoothed learning curves, final returns and the comparison table.
 
-Works on ``purerl.rundir.Run`` records, so runs still in progress compare too.
+Works on ``purerl.run.rundir.Run`` records, so runs still in progress compare too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
-from purerl.rundir import Run
+from purerl.run.rundir import Run
 
 
 def moving_average(values: np.ndarray, window: int) -> np.ndarray:

@@ -15,12 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import algos, checkpoint, envs, rundir
+from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
+from purerl.core.loop import Agent, init_agents
+from purerl.core.types import Array, Key
 from purerl.envs.render import render_frame
 from purerl.envs.wrappers import NormalizeObsState
-from purerl.loop import Agent, init_agents
-from purerl.types import Array, Key
+from purerl.run import checkpoint, rundir
 
 
 class LoadedRun(NamedTuple):

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from purerl.types import Array, Key, Metrics, PyTree
+from purerl.core.types import Array, Key, Metrics, PyTree
 
 LossFn = Callable[[PyTree, PyTree], tuple[Array, Metrics]]
 """``loss_fn(params, minibatch) -> (loss, metrics)``."""

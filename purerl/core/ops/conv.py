@@ -18,7 +18,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from purerl.types import Array
+from purerl.core.types import Array
 
 CHANNELS_LAST = ("NHWC", "HWIO", "NHWC")
 

@@ -11,7 +11,7 @@ from typing import Literal
 import jax.numpy as jnp
 import optax
 
-from purerl.types import Array
+from purerl.core.types import Array
 
 
 def linear_schedule(

@@ -21,14 +21,15 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import algos, envs, parallel
+from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
-from purerl.checkpoint import HISTORY_KEYS, Snapshot
 from purerl.config import ConfigError
+from purerl.core import parallel
+from purerl.core.loop import Agent, TrainResult, init_agents, train
+from purerl.core.parallel import Placement
+from purerl.core.report import ChunkReport, Sink
 from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
-from purerl.logging import ChunkReport, Sink
-from purerl.loop import Agent, TrainResult, init_agents, train
-from purerl.parallel import Placement
+from purerl.run.checkpoint import HISTORY_KEYS, Snapshot
 
 NONFINITE_LOSS = "sweep/nonfinite_loss"
 """Per-update metric of a sweep: the agent's loss was NaN or infinite after a gradient step."""
@@ -253,7 +254,7 @@ def sweep(
     Args:
         algo_name: a registered algorithm (``purerl.algos.names()``).
         configs: the configurations; seeds per configuration are each one's ``num_seeds``.
-        updates_per_chunk: chunking (default: ``purerl.loop.train``'s).
+        updates_per_chunk: chunking (default: ``purerl.core.loop.train``'s).
         max_configs_per_batch: split groups into batches of at most this many (memory bound).
         on_batch: called after each batch with its indices into ``configs`` and its result.
         num_devices: split each batch's agents over up to this many devices (``batch_placement``;

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.types import Array, Key
+from purerl.core.types import Array, Key
 
 
 class Categorical(NamedTuple):

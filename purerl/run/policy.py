@@ -18,9 +18,9 @@ import jax
 import numpy as np
 
 from purerl.algos import Algo, AlgoSpec
+from purerl.core.ops.normalize import normalize
+from purerl.core.types import Array, Key
 from purerl.envs.wrappers import NormalizeObsState
-from purerl.ops.normalize import normalize
-from purerl.types import Array, Key
 
 
 class Policy:
@@ -99,7 +99,7 @@ def load(
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
     """
-    from purerl.evaluate import load_run
+    from purerl.run.evaluate import load_run
 
     run = load_run(Path(run_dir), checkpoint)
     return Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index, greedy)

@@ -8,8 +8,8 @@ from typing import Literal
 import chex
 import jax.numpy as jnp
 
-from purerl.ops.sgd import psum
-from purerl.types import Array
+from purerl.core.ops.sgd import psum
+from purerl.core.types import Array
 
 
 def masked_mean(x: Array, mask: Array, axis_name: str | None = None) -> Array:

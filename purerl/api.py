@@ -10,16 +10,11 @@
 configuration); with ``run_dir=`` it writes the usual run directory through the same code.
 ``purerl.make_train(cfg)`` returns a pure ``train(key)`` to compose into your own programs
 (jit it, vmap it over keys), as PureJaxRL and rejax users expect.
-
-This module is callable: ``purerl.train(...)`` is ``purerl.train.train(...)``, so that
-``import purerl.train`` and the function share one name.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,12 +22,14 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from purerl import algos, envs, loop, session
+from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
-from purerl.rundir import Summary
-from purerl.runtime import configure_jax, enable_compilation_cache
-from purerl.types import Key, Metrics
+from purerl.core import loop
+from purerl.core.types import Key, Metrics
+from purerl.run import session
+from purerl.run.rundir import Summary
+from purerl.run.runtime import configure_jax, enable_compilation_cache
 
 
 class TrainOutput(NamedTuple):
@@ -52,7 +49,7 @@ class TrainOutput(NamedTuple):
 
     def policy(self, seed_index: int = 0, greedy: bool = True):
         """Seed ``seed_index``'s trained policy as a callable on raw observations."""
-        from purerl.policy import Policy
+        from purerl.run.policy import Policy
 
         return Policy.from_agents(
             self.spec, self.config, self.algo, self.agents, seed_index, greedy
@@ -171,13 +168,3 @@ def make_train(cfg: Any) -> Callable[[Key], tuple[Any, Metrics]]:
         return agent.state, metrics
 
     return train_fn
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``purerl.train(...)`` call ``train`` although ``purerl.train`` is this module."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> TrainOutput:
-        return train(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

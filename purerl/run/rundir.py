@@ -6,7 +6,7 @@
 | ``metrics.jsonl`` | ``MetricsWriter`` | one JSON object per update (``report_rows``) |
 | ``summary.json`` | ``write_summary`` | ``Summary``: the final record |
 | ``resumes.jsonl`` | ``record_resume`` | one line per resume: from where, what changed |
-| ``checkpoints/`` | ``purerl.checkpoint`` | orbax checkpoints |
+| ``checkpoints/`` | ``purerl.run.checkpoint`` | orbax checkpoints |
 | ``.lock`` | ``RunLock`` | held by the process training into the directory |
 
 Everything here reads runs that are still going too: ``summary.json`` absent and the last line
@@ -28,7 +28,7 @@ from typing import IO, Any
 import numpy as np
 
 from purerl.config import ConfigError
-from purerl.logging import ChunkReport
+from purerl.core.report import ChunkReport
 
 RUNS_ROOT = Path("runs")
 LOCK_FILE = ".lock"

@@ -1,38 +1,14 @@
-"""Host-side sinks for training reports, and the one in-jit escape hatch (``emit``).
-
-The loop hands each sink a ``ChunkReport`` after every chunk; ``purerl.rundir.MetricsWriter``
-writes them to ``metrics.jsonl``, ``ProgressSink`` shows them.
-"""
+"""The progress bar: a sink showing steps per second and the recent mean return."""
 
 from __future__ import annotations
 
 import sys
-from typing import IO, Any, NamedTuple, Protocol
+from typing import IO, Any
 
-import jax
 import numpy as np
 
+from purerl.core.report import ChunkReport
 from purerl.envs.stats import recent_mean_return
-
-
-class ChunkReport(NamedTuple):
-    """Metrics of one chunk on the host: every value ``[num_seeds, chunk_len]``."""
-
-    first_update: int
-    """Updates done before this chunk."""
-    metrics: dict[str, np.ndarray]
-    wall_time_s: float
-    """Since the run started (compile included)."""
-    train_time_s: float
-    """Spent running this process's chunks so far (compile and checkpoint saves excluded)."""
-
-
-class Sink(Protocol):
-    """Receives reports as the run goes; ``close`` gets the summary."""
-
-    def write(self, report: ChunkReport) -> None: ...
-
-    def close(self, summary: dict[str, Any]) -> None: ...
 
 
 class ProgressSink:
@@ -109,12 +85,3 @@ class ProgressSink:
     def close(self, summary: dict[str, Any]) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-
-def emit(fn, *args) -> None:
-    """Calls host function ``fn(*args)`` from inside jitted code (debug callback, unordered).
-
-    The only sanctioned side effect inside jit; under ``vmap`` it fires once per mapped
-    element, so pass an index (the seed) to tell them apart.
-    """
-    jax.debug.callback(fn, *args)

@@ -20,9 +20,16 @@ from typing import Any
 import jax
 import numpy as np
 
-from purerl import checkpoint, envs, parallel, rundir
+from purerl import envs
 from purerl.algos import Algo, AlgoSpec
-from purerl.capacity import (
+from purerl.config import ConfigError, flag
+from purerl.core import parallel
+from purerl.core.loop import CheckpointPolicy, TrainResult, init_agents, train
+from purerl.core.report import Sink
+from purerl.envs.base import Environment
+from purerl.options import RESUMABLE, RunOptions
+from purerl.run import checkpoint, rundir
+from purerl.run.capacity import (
     USER_ERRNOS,
     check_memory,
     format_bytes,
@@ -30,14 +37,10 @@ from purerl.capacity import (
     out_of_memory_message,
     tree_bytes,
 )
-from purerl.config import ConfigError, flag
-from purerl.envs.base import Environment
-from purerl.extras import import_extra
-from purerl.logging import ProgressSink, Sink
-from purerl.loop import CheckpointPolicy, TrainResult, init_agents, train
-from purerl.options import RESUMABLE, RunOptions
-from purerl.runtime import initialize_distributed
-from purerl.signals import StopOnSignal, Stopped
+from purerl.run.extras import import_extra
+from purerl.run.runtime import initialize_distributed
+from purerl.run.signals import StopOnSignal, Stopped
+from purerl.run.sinks import ProgressSink
 
 
 @dataclasses.dataclass(frozen=True)
@@ -404,12 +407,12 @@ def make_sinks(setup: Setup, run_dir: Path, start: checkpoint.Snapshot | None) -
     steps, frame_skip = cfg.env_steps_per_update, setup.env.spec.frame_skip
     sinks: list[Sink] = [rundir.MetricsWriter(run_dir, steps, frame_skip)]
     if options.tensorboard:
-        from purerl.tensorboard import TensorBoardSink
+        from purerl.run.tensorboard import TensorBoardSink
 
         first = 0 if start is None else start.updates_done
         sinks.append(TensorBoardSink(run_dir / "tensorboard", steps, frame_skip, first))
     if options.wandb_project:
-        from purerl.wandb_sink import WandbSink
+        from purerl.run.wandb_sink import WandbSink
 
         record = rundir.ConfigRecord.new(setup.request.spec.name, cfg, options).to_json()
         sinks.append(
@@ -473,7 +476,7 @@ def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir
 
 def finish(setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult) -> None:
     """Writes the summary and learning curves and says how a stopped run goes on."""
-    from purerl.plots import write_trial_graphs
+    from purerl.run.plots import write_trial_graphs
 
     rundir.write_summary(run_dir, summary)
     graphs = write_trial_graphs(run_dir, setup.options.plot_window)

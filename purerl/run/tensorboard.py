@@ -21,16 +21,16 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from purerl.extras import import_extra
-from purerl.logging import ChunkReport
-from purerl.rundir import report_rows
+from purerl.core.report import ChunkReport
+from purerl.run.extras import import_extra
+from purerl.run.rundir import report_rows
 
 TENSORBOARD_EXTRA = "'purerl[tensorboard]'"
 """What to pip install for this module (tensorboardX)."""
 
 
 class TensorBoardSink:
-    """A ``purerl.logging.Sink`` that writes every metric as TensorBoard scalars.
+    """A ``purerl.core.report.Sink`` that writes every metric as TensorBoard scalars.
 
     Args:
         log_dir: directory for the event file (created if needed), e.g. ``<run_dir>/tensorboard``.

@@ -328,7 +328,7 @@ def restore(
     """Restores checkpoint ``step`` of ``run_dir`` onto the structure of ``fresh_agents``.
 
     Args:
-        fresh_agents: agents as ``purerl.train.init_agents`` builds them for this run; they give
+        fresh_agents: agents as ``purerl.api.init_agents`` builds them for this run; they give
             shapes, dtypes, shardings, container types and the transient fields.
         expected: the run's identity (``algo``, ``config``) the checkpoint must carry.
         any_layout: read a checkpoint of any device layout onto one device's ``fresh_agents``
@@ -465,7 +465,7 @@ def run_identity(
     """What a run's checkpoints carry and ``restore`` checks: the algorithm, the configuration,
     the device layout (``placement``, None for one device) and, for continuous policies whose
     scale depends on the action bounds, their units (``nets.policy_units_record``)."""
-    from purerl.nets import policy_units_record
+    from purerl.core.nets import policy_units_record
 
     identity = {"algo": algo, "config": config_dict(cfg), "placement": placement}
     return {**identity, **policy_units_record(action_space)}

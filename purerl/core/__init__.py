@@ -1,0 +1,16 @@
+"""The compute core: pure functions and the loop that compiles them.
+
+| module | owns |
+|---|---|
+| ``loop`` | the compiled-chunk loop: agents over seeds, chunks, the run's history, snapshots |
+| ``rollout`` | collecting ``Transition[T, B]`` with a policy inside ``lax.scan`` |
+| ``buffers`` | the replay buffer as init/add/sample pure functions |
+| ``nets`` | flax modules: MLP and Nature-CNN torsos, policy, value and Q heads |
+| ``distributions`` | categorical, diagonal Gaussian and epsilon-greedy action distributions |
+| ``ops/`` | returns and targets, losses, minibatch SGD, optimisers, normalisation, convolution |
+| ``parallel`` | the only module that knows about devices: placement, sharding, replicas |
+| ``report`` | what the loop hands its sinks (``ChunkReport``, ``Sink``) and ``emit`` |
+| ``types`` | shared containers (``Transition``) and array aliases |
+
+Nothing here touches files, prints or imports the run layer (``purerl.run``).
+"""

@@ -1,0 +1,15 @@
+"""The run layer: what turns a compiled training program into a run a user can trust and see.
+
+| module | owns |
+|---|---|
+| ``session`` | the life of a run: check, lock, create or restore, train, summarise |
+| ``rundir`` | every path and file inside a run directory, and reading runs back |
+| ``checkpoint`` | orbax checkpoints (the only module that imports orbax) |
+| ``sinks``, ``tensorboard``, ``wandb_sink`` | progress bar, TensorBoard and W&B logging |
+| ``plots``, ``compare`` | learning-curve PNGs and comparison tables |
+| ``evaluate``, ``policy``, ``video`` | trained agents from checkpoints: returns, policies, GIFs |
+| ``signals``, ``capacity`` | Ctrl-C and SIGTERM; memory and disk checks |
+| ``runtime``, ``extras`` | process-wide JAX settings; optional packages |
+
+Everything here may use the compute core (``purerl.core``); nothing there uses this.
+"""

@@ -19,6 +19,7 @@ from purerl.search.sweep import (
     AgentTracker,
     BatchResult,
     ConfigResult,
+    batch_configs,
     flag_nonfinite_losses,
     group_configs,
     run_batch,
@@ -99,7 +100,7 @@ def test_hparams_are_stacked_config_major():
 def test_sweep_returns_results_in_input_order_across_groups(monkeypatch):
     calls = []
 
-    def fake_run_batch(spec, configs, updates_per_chunk, placement=None):
+    def fake_run_batch(spec, configs, updates_per_chunk, sinks=(), placement=None):
         calls.append([c.num_envs for c in configs])
         returns = [np.array([c.num_envs + c.lr]) for c in configs]
         results = [
@@ -114,6 +115,45 @@ def test_sweep_returns_results_in_input_order_across_groups(monkeypatch):
     results = sweep("ppo", configs)
     assert calls == [[4, 4], [8]]
     assert [float(r.returns[0]) for r in results] == pytest.approx([4.1, 8.2, 4.3])
+
+
+def test_sweep_hooks_get_each_batch_and_its_sinks_reach_the_batch(monkeypatch):
+    class Sink:
+        closed = False
+
+        def write(self, report):
+            pass
+
+        def close(self, summary):
+            self.closed = True
+
+    given, events = [], []
+
+    def fake_run_batch(spec, configs, updates_per_chunk, sinks=(), placement=None):
+        given.append(list(sinks))
+        results = [ConfigResult(c, np.zeros(1), np.zeros(1, bool), 1.0) for c in configs]
+        return BatchResult(results, None)
+
+    def before_batch(number, indices, placement):
+        events.append(("before", number, indices, placement))
+        return [Sink()]
+
+    def on_batch(number, indices, batch):
+        events.append(("after", number, indices, len(batch.configs)))
+
+    monkeypatch.setattr("purerl.search.sweep.run_batch", fake_run_batch)
+    configs = [dataclasses.replace(TINY_PPO, num_envs=n) for n in (4, 8, 4, 4)]
+    sweep("ppo", configs, max_configs_per_batch=2, on_batch=on_batch, before_batch=before_batch)
+    assert batch_configs(configs, algos.get("ppo").traced, 2) == [[0, 2], [3], [1]]
+    assert events == [
+        ("before", 0, [0, 2], None),
+        ("after", 0, [0, 2], 2),
+        ("before", 1, [3], None),
+        ("after", 1, [3], 1),
+        ("before", 2, [1], None),
+        ("after", 2, [1], 1),
+    ]
+    assert all(len(sinks) == 1 and sinks[0].closed for sinks in given)
 
 
 class FakeAlgo(NamedTuple):

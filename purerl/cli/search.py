@@ -27,15 +27,17 @@ from purerl import algos
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.core import parallel
+from purerl.core.parallel import Placement
+from purerl.core.report import Sink
 from purerl.options import hint
 from purerl.run.extras import import_extra
 from purerl.run.rundir import create_run_dir, default_run_dir, write_json
-from purerl.run.runtime import enable_compilation_cache
 from purerl.run.sinks import ProgressSink
+from purerl.runtime import enable_compilation_cache
 from purerl.search.plan import SearchPlan, describe, make_plan, spec_record
-from purerl.search.results import DONE, Row, SearchProgress, markdown_table, write_results
+from purerl.search.results import DONE, Row, SearchProgress, results_table, write_results
 from purerl.search.spec import SPEC_KEYS, SpecError, parse_param_flag, parse_spec
-from purerl.search.sweep import batch_placement, run_batch
+from purerl.search.sweep import BatchResult, sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,29 +179,37 @@ def grouped_values(plan: SearchPlan, indices: list[int]) -> str:
 
 
 def run_local(plan: SearchPlan, args: SearchArgs, progress: SearchProgress) -> list[Row]:
-    """Trains the batches one after another in this process."""
-    spec = algos.get(plan.algo)
+    """Trains the batches one after another in this process (``purerl.search.sweep.sweep``)."""
     rows: list[Row] = []
-    for number, indices in enumerate(plan.batches):
-        configs = [plan.configs[i] for i in indices]
-        base = configs[0]
+
+    def before_batch(number: int, indices: list[int], placement: Placement | None) -> list[Sink]:
+        base = plan.configs[indices[0]]
         progress.started(number, len(indices), grouped_values(plan, indices))
-        sinks = []
+        sinks: list[Sink] = []
         if args.progress:
-            agents = len(configs) * base.num_seeds
+            agents = len(indices) * base.num_seeds
             sinks.append(ProgressSink(base.num_updates, base.env_steps_per_update, agents))
-        placement = batch_placement(args.num_devices, len(configs) * base.num_seeds, base)
         if placement is not None:
             print(f"  devices: {placement.describe()}", flush=True)
-        batch = run_batch(spec, configs, args.updates_per_chunk, sinks, placement=placement)
-        for sink in sinks:
-            sink.close(None)
+        return sinks
+
+    def after_batch(number: int, indices: list[int], batch: BatchResult) -> None:
         new = [
             Row(i, number, plan.assignments[i], result, plan.configs[i].num_updates, DONE)
             for i, result in zip(indices, batch.configs, strict=True)
         ]
         progress.finished(number, new)
-        rows += new
+        rows.extend(new)
+
+    sweep(
+        plan.algo,
+        plan.configs,
+        args.updates_per_chunk,
+        max_configs_per_batch=args.configs_per_trial,
+        on_batch=after_batch,
+        num_devices=args.num_devices,
+        before_batch=before_batch,
+    )
     return rows
 
 
@@ -236,7 +246,7 @@ def run_search(args: SearchArgs) -> int:
     else:
         rows = run_local(plan, args, progress)
     best = write_results(search_dir, spec, rows)
-    print(markdown_table(spec, rows, limit=10), flush=True)
+    print(results_table(spec, rows, limit=10), flush=True)
     if best is None:
         print("no configuration finished an episode: no best_config.json", flush=True)
     else:

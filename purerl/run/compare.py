@@ -5,8 +5,9 @@ Works on ``purerl.run.rundir.Run`` records, so runs still in progress compare to
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -119,15 +120,28 @@ def format_number(value: float | None, digits: int = 1) -> str:
 
 
 def format_return(mean: float | None, std: float | None) -> str:
-    """``"mean +- std"`` with one decimal, ``"-"`` when no episode finished."""
-    return "-" if mean is None else f"{mean:.1f} +- {std:.1f}"
+    """``"mean +- std"`` with one decimal, ``"-"`` when no episode finished (None or NaN)."""
+    return "-" if mean is None or not math.isfinite(mean) else f"{mean:.1f} +- {std:.1f}"
 
 
 def markdown_table(
-    header: Sequence[str], lines: Sequence[Sequence[str]], left_columns: int = 3
+    header: Sequence[str],
+    lines: Sequence[Sequence[str]],
+    left_columns: int = 3,
+    right_columns: Collection[int] | None = None,
 ) -> str:
-    """A GitHub markdown table; columns after the first ``left_columns`` are right-aligned."""
-    align = ["---" if i < left_columns else "---:" for i in range(len(header))]
+    """A GitHub markdown table.
+
+    Args:
+        header: the column names.
+        lines: one list of cells per line.
+        left_columns: with ``right_columns`` None, the columns after the first
+            ``left_columns`` are right-aligned.
+        right_columns: the positions of the right-aligned columns; the others are left-aligned.
+    """
+    if right_columns is None:
+        right_columns = range(left_columns, len(header))
+    align = ["---:" if i in right_columns else "---" for i in range(len(header))]
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     out += ["| " + " | ".join(line) + " |" for line in lines]
     return "\n".join(out)

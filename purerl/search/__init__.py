@@ -1,6 +1,7 @@
 """Hyperparameter search: specs (``spec.py``), their configurations and batches (``plan.py``),
-backends (``purerl.search.sweep`` in this process, ``ray_backend.py`` on Ray Tune), and the search
+the backends that train the batches (``sweep.py`` in this process, each batch one vmapped
+program; ``ray_backend.py`` on Ray Tune, one trial per batch in ``trial.py``), and the search
 directory's files (``results.py``, ``plot.py``).
 
-``experiments/search.py`` is the command line (``cli.py``).
+The command line is ``purerl search`` (``purerl/cli/search.py``).
 """

@@ -25,7 +25,7 @@ from purerl.search.spec import (
     SpecError,
     parameter_kinds,
 )
-from purerl.search.sweep import group_configs, split_groups
+from purerl.search.sweep import batch_configs
 
 SIGNIFICANT_DIGITS = 4
 """Drawn values are rounded to this many digits, so tables, configs and runs show one value."""
@@ -112,12 +112,13 @@ class SearchPlan(NamedTuple):
     assignments: list[dict[str, Any]]
     """The searched values of each configuration."""
     batches: list[list[int]]
-    """Indices into ``configs``; each batch is one vmapped program (a group or a slice)."""
+    """Indices into ``configs``; each batch is one vmapped program (a group or a slice). From
+    ``purerl.search.sweep.batch_configs``: the batches ``sweep`` trains, in its order."""
 
 
 def make_plan(spec: SearchSpec, max_configs_per_batch: int | None = None) -> SearchPlan:
     """Expands, validates and batches the configurations of ``spec``."""
     assignments = expand(spec)
     configs = make_configs(spec, assignments)
-    groups = group_configs(configs, algos.get(spec.algo).traced)
-    return SearchPlan(spec.algo, configs, assignments, split_groups(groups, max_configs_per_batch))
+    batches = batch_configs(configs, algos.get(spec.algo).traced, max_configs_per_batch)
+    return SearchPlan(spec.algo, configs, assignments, batches)

@@ -15,7 +15,6 @@ storage; Tune's own files go to ``<search_dir>/ray``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import warnings
 from pathlib import Path
@@ -27,7 +26,7 @@ from purerl.options import hint
 from purerl.run.extras import import_extra
 from purerl.search.plan import SearchPlan
 from purerl.search.results import DONE, Row, SearchProgress
-from purerl.search.sweep import ChunkProgress, ConfigResult
+from purerl.search.sweep import ConfigResult
 from purerl.search.trial import train_trial
 
 REQUIREMENT = "'purerl[search]'"
@@ -63,23 +62,6 @@ def trial_env(options: RayOptions) -> dict[str, str]:
         share = GPU_MEMORY_SHARE * options.gpus_per_trial
         env.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{share:.3f}")
     return env
-
-
-def report_metrics(progress: ChunkProgress, num_configs: int, steps_per_update: int) -> dict:
-    """What a trial reports after a chunk; ``return`` is what ASHA compares."""
-    returns = np.where(progress.diverged, np.nan, progress.recent_returns)
-    finite = returns[np.isfinite(returns)]
-    steps = steps_per_update * progress.updates_done
-    return {
-        "return": float(finite.mean()) if finite.size else float("nan"),
-        "updates": progress.updates_done,
-        "env_steps": steps // len(returns),
-        "returns": [float(r) if math.isfinite(r) else None for r in returns],
-        "diverged": [bool(d) for d in progress.diverged],
-        "steps_per_second": steps / max(progress.train_time_s, 1e-9),
-        "compile_time_s": progress.wall_time_s - progress.train_time_s,
-        "num_configs": num_configs,
-    }
 
 
 def batch_rows(plan: SearchPlan, batch: int, metrics: dict | None, error: Any) -> list[Row]:

@@ -17,6 +17,7 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 
 from purerl import algos
+from purerl.run.compare import format_return, markdown_table
 from purerl.run.rundir import ConfigRecord, write_json
 from purerl.search.plan import describe, format_value
 from purerl.search.spec import SearchSpec
@@ -89,25 +90,24 @@ def write_csv(path: Path, spec: SearchSpec, rows: list[Row]) -> None:
             )
 
 
-def format_return(row: Row) -> str:
-    mean, std = row.result.mean, row.result.std
-    return "-" if not math.isfinite(mean) else f"{mean:.1f} +- {std:.1f}"
+def per_seed_returns(row: Row) -> str:
+    """Each seed's final return with one decimal, ``-`` where it has none."""
+    return ", ".join("-" if not math.isfinite(r) else f"{r:.1f}" for r in row.result.returns)
 
 
-def markdown_table(spec: SearchSpec, rows: list[Row], limit: int | None = None) -> str:
-    """The ranked rows as a markdown table (the first ``limit`` of them)."""
+def results_table(spec: SearchSpec, rows: list[Row], limit: int | None = None) -> str:
+    """The ranked rows as a markdown table (the first ``limit`` of them), best first."""
     names = [p.name for p in spec.searched]
     header = ["rank", "config", *names, "final return", "per seed", "steps/s", "status"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * 2 + "---|" * len(names)]
-    lines[1] += "---:|---|---:|---|"
-    for rank, row in enumerate(ranked(rows)[:limit], 1):
-        per_seed = ", ".join(
-            "-" if not math.isfinite(r) else f"{r:.1f}" for r in row.result.returns
-        )
-        cells = [str(rank), str(row.index), *(format_value(row.values[n]) for n in names)]
-        cells += [format_return(row), per_seed, f"{row.result.steps_per_second:,.0f}", row.status]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    lines = [
+        [str(rank), str(row.index), *(format_value(row.values[n]) for n in names)]
+        + [format_return(row.result.mean, row.result.std), per_seed_returns(row)]
+        + [f"{row.result.steps_per_second:,.0f}", row.status]
+        for rank, row in enumerate(ranked(rows)[:limit], 1)
+    ]
+    # Numbers right-aligned: rank, config, final return and steps/s.
+    right = {0, 1, len(names) + 2, len(names) + 4}
+    return markdown_table(header, lines, right_columns=right)
 
 
 def write_results(search_dir: Path, spec: SearchSpec, rows: list[Row]) -> Row | None:
@@ -123,7 +123,7 @@ def write_results(search_dir: Path, spec: SearchSpec, rows: list[Row]) -> Row | 
         "Final return: mean +- std across seeds of each seed's mean return over its last 100+ "
         "episodes. steps/s: the configuration's share of its program's steps/s."
     )
-    table = markdown_table(spec, rows)
+    table = results_table(spec, rows)
     (search_dir / "results.md").write_text(f"{title}\n\n{note}\n\n{table}\n", encoding="utf-8")
     plot_returns(search_dir / "returns_vs_params.png", spec, rows)
     best = ranked(rows)[0] if rows else None
@@ -161,5 +161,5 @@ class SearchProgress:
         self.say(
             f"[batch {batch + 1}/{self.num_batches}] done: {len(self.rows)}/{self.num_configs} "
             f"configurations | best so far: config {best.index} ({describe(best.values)}) "
-            f"-> {format_return(best)}"
+            f"-> {format_return(best.result.mean, best.result.std)}"
         )

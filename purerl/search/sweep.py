@@ -25,11 +25,10 @@ from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
 from purerl.core import parallel
-from purerl.core.loop import Agent, TrainResult, init_agents, train
+from purerl.core.loop import HISTORY_KEYS, Agent, Snapshot, TrainResult, init_agents, train
 from purerl.core.parallel import Placement
 from purerl.core.report import ChunkReport, Sink
 from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
-from purerl.run.checkpoint import HISTORY_KEYS, Snapshot
 
 NONFINITE_LOSS = "sweep/nonfinite_loss"
 """Per-update metric of a sweep: the agent's loss was NaN or infinite after a gradient step."""
@@ -60,6 +59,18 @@ def split_groups(groups: list[list[int]], max_configs: int | None) -> list[list[
     if max_configs is None:
         return [list(g) for g in groups]
     return [g[i : i + max_configs] for g in groups for i in range(0, len(g), max_configs)]
+
+
+def batch_configs(
+    configs: Sequence[Any], traced: Sequence[str], max_configs_per_batch: int | None = None
+) -> list[list[int]]:
+    """The batches ``sweep`` trains, one compiled program each, in the order it trains them.
+
+    Returns:
+        Lists of indices into ``configs``: each group of ``group_configs`` cut by
+        ``split_groups`` into batches of at most ``max_configs_per_batch``.
+    """
+    return split_groups(group_configs(configs, traced), max_configs_per_batch)
 
 
 def stack_hparams(hparams_cls: type, configs: Sequence[Any]) -> Any:
@@ -241,13 +252,21 @@ def run_batch(
     return BatchResult(per_config, result)
 
 
+BeforeBatch = Callable[[int, list[int], Placement | None], Sequence[Sink]]
+"""``(number, indices, placement) -> sinks``: called as a batch starts; the sinks it returns
+get the batch's chunks and are closed when it ends."""
+AfterBatch = Callable[[int, list[int], BatchResult], None]
+"""``(number, indices, result)``: called as a batch ends."""
+
+
 def sweep(
     algo_name: str,
     configs: Sequence[Any],
     updates_per_chunk: int | None = None,
     max_configs_per_batch: int | None = None,
-    on_batch: Callable[[list[int], BatchResult], None] | None = None,
+    on_batch: AfterBatch | None = None,
     num_devices: int | None = None,
+    before_batch: BeforeBatch | None = None,
 ) -> list[ConfigResult]:
     """Trains every configuration, one compiled program per batch of a group.
 
@@ -256,9 +275,12 @@ def sweep(
         configs: the configurations; seeds per configuration are each one's ``num_seeds``.
         updates_per_chunk: chunking (default: ``purerl.core.loop.train``'s).
         max_configs_per_batch: split groups into batches of at most this many (memory bound).
-        on_batch: called after each batch with its indices into ``configs`` and its result.
+        on_batch: called after each batch with its number, its indices into ``configs`` (the
+            batches of ``batch_configs``) and its result.
         num_devices: split each batch's agents over up to this many devices (``batch_placement``;
             on a CPU, CPU devices: one per core runs small programs side by side).
+        before_batch: called before each batch with its number, indices and placement (None:
+            one device); returns more sinks for that batch, such as a progress bar.
 
     Returns:
         One result per configuration, in the order of ``configs``.
@@ -267,15 +289,20 @@ def sweep(
     if num_devices is not None:
         parallel.select_devices("auto", num_devices)  # the devices exist, before any training
     results: list[ConfigResult | None] = [None] * len(configs)
-    batches = split_groups(group_configs(configs, spec.traced), max_configs_per_batch)
-    for indices in batches:
+    batches = batch_configs(configs, spec.traced, max_configs_per_batch)
+    for number, indices in enumerate(batches):
         chosen = [configs[i] for i in indices]
         placement = batch_placement(num_devices, len(chosen) * chosen[0].num_seeds, chosen[0])
-        batch = run_batch(spec, chosen, updates_per_chunk, placement=placement)
+        sinks = before_batch(number, indices, placement) if before_batch is not None else ()
+        try:
+            batch = run_batch(spec, chosen, updates_per_chunk, sinks, placement=placement)
+        finally:
+            for sink in sinks:
+                sink.close(None)
         for i, res in zip(indices, batch.configs, strict=True):
             results[i] = res
         if on_batch is not None:
-            on_batch(indices, batch)
+            on_batch(number, indices, batch)
     return results
 
 

@@ -13,8 +13,10 @@ from purerl.algos.ppo import PPOConfig, make_ppo
 from purerl.cli.search import SearchArgs, spec_data
 from purerl.core.loop import train
 from purerl.run.rundir import read_config
+from purerl.run.sinks import ProgressSink
 from purerl.search.plan import make_plan
 from purerl.search.spec import parse_spec
+from purerl.search.sweep import BatchResult, ConfigResult
 from tests.helpers import one_error_line, run_cli
 
 # PPO's smoke configuration (the budget is its 6 updates of 64 steps), so a search's single
@@ -134,6 +136,43 @@ def test_missing_extras_name_the_pip_command(tmp_path, capsys, monkeypatch, modu
     err = capsys.readouterr().err
     assert message in err and "pip install 'purerl[search]'" in err
     assert not search_dir.exists()
+
+
+def test_the_local_backend_trains_the_plans_batches_through_sweep(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def fake_run_batch(spec, configs, updates_per_chunk, sinks=(), placement=None):
+        calls.append(([(c.lr, c.num_envs) for c in configs], [type(s) for s in sinks]))
+        results = [
+            ConfigResult(c, np.array([c.num_envs, c.lr * 1e3]), np.zeros(2, bool), 1.0)
+            for c in configs
+        ]
+        return BatchResult(results, None)
+
+    monkeypatch.setattr("purerl.search.sweep.run_batch", fake_run_batch)
+    grid = ["--param", "lr=grid:1e-3,1e-2", "--param", "num_envs=grid:4,8", "--seeds", "2"]
+    assert main([*TINY, *grid, "--search-dir", str(tmp_path / "search")]) == 0
+    assert calls == [
+        ([(1e-3, 4), (1e-2, 4)], [ProgressSink]),
+        ([(1e-3, 8), (1e-2, 8)], [ProgressSink]),
+    ]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:5] == [
+        "[batch 1/2] 2 configuration(s) as one program (num_envs=4): compiling and training",
+        "[batch 1/2] done: 2/4 configurations | best so far: config 2 (lr=0.01 num_envs=4) "
+        "-> 7.0 +- 3.0",
+        "[batch 2/2] 2 configuration(s) as one program (num_envs=8): compiling and training",
+        "[batch 2/2] done: 4/4 configurations | best so far: config 3 (lr=0.01 num_envs=8) "
+        "-> 9.0 +- 1.0",
+    ]
+    with open(tmp_path / "search" / "results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["batch"], r["mean_return"]) for r in rows] == [
+        ("0", "2.5"),
+        ("1", "4.5"),
+        ("0", "7.0"),
+        ("1", "9.0"),
+    ]
 
 
 @pytest.fixture(scope="module")

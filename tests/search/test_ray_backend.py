@@ -13,9 +13,10 @@ from purerl.algos.ppo import PPOConfig, make_ppo
 from purerl.core.loop import train
 from purerl.run.rundir import read_config
 from purerl.search.plan import make_plan
-from purerl.search.ray_backend import RayOptions, batch_rows, report_metrics, trial_env
+from purerl.search.ray_backend import RayOptions, batch_rows, trial_env
 from purerl.search.spec import parse_spec
 from purerl.search.sweep import ChunkProgress
+from purerl.search.trial import report_metrics
 from tests.helpers import run_cli
 from tests.search.test_cli import TINY
 from tests.search.test_spec import spec

@@ -63,8 +63,8 @@ class RunOptions:
     """Devices to train on: auto (GPUs if JAX sees any, else CPU), cpu, gpu, or a device
     index."""
     num_devices: Annotated[int | None, hint("all of that kind", "INT")] = None
-    """How many devices of that kind. On a CPU purerl starts that many CPU devices: seeds split
-    over one device per core train about twice as fast on two cores."""
+    """How many devices of that kind. On a CPU purerl starts that many CPU devices, each
+    running its share of the seeds as its own program, one per core."""
     parallel: ParallelMode = "seeds"
     """With several devices: seeds (independent agents, seeds split across devices) or data (each
     agent's environments split across devices, gradients averaged)."""
@@ -143,10 +143,3 @@ RESUMABLE = frozenset(
 )
 """Run options a resumed run may change: reporting, cadence and where this process runs.
 Chunking never changes results (update ``u`` draws ``fold_in(key, u)``)."""
-
-
-def options_from_record(options_cls: type, record: dict[str, Any]) -> Any:
-    """Run options saved in ``config.json`` (fields this version does not know are dropped,
-    missing ones take their defaults)."""
-    known = {f.name for f in dataclasses.fields(options_cls)}
-    return options_cls(**{k: v for k, v in record.items() if k in known})

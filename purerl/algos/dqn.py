@@ -322,8 +322,8 @@ def make_dqn(
         return act_epsilon_greedy(network, state.params, epsilon, obs, key).action
 
     # Every seed writes one block of steps per iteration, so the buffer's position and fill
-    # advance with the update count: one copy serves all vmapped seeds (8 CartPole seeds 1.2x
-    # faster, BENCHMARKS.md).
+    # advance with the update count: one copy serves all vmapped seeds, so under vmap a write
+    # goes to one position for every seed (a slice update, not a scatter; BENCHMARKS.md).
     lockstep = ("buffer.position", "buffer.size")
     return Algo(init, update, evaluate_act, concrete_hparams(DQNHparams, cfg), lockstep)
 

@@ -14,7 +14,7 @@ or a benchmark figure. Checks:
 - ``envpool callback``: the same scan stepping EnvPool through a JAX host callback, the path
   purerl takes where the XLA step fails (child process);
 - ``atari ppo``: one PPO update on Breakout-v5 (EnvPool and the Nature CNN; child process; on by
-  default with a GPU, ``--atari`` on a CPU, where it takes about a minute).
+  default with a GPU, ``--atari`` on a CPU, where the Nature CNN's update is slow).
 
 Exit code 0 when every check that ran passed, 1 otherwise.
 """
@@ -134,7 +134,7 @@ def train_check(
 CHILD_ENVPOOL = """
 import json, sys, time
 import jax, jax.numpy as jnp
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 configure_jax()
 from purerl import envs
 num_envs, steps = 8, int(sys.argv[1])
@@ -161,7 +161,7 @@ print(json.dumps({"rate": steps * num_envs * 4 / seconds, "finite": total == tot
 CHILD_ATARI = """
 import json, sys, time
 import jax
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 configure_jax()
 from purerl import envs
 from purerl.core import loop
@@ -186,7 +186,7 @@ print(json.dumps({"rate": 8 * 32 * 4 / seconds, "finite": loss == loss,
 def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -> Check:
     """Runs ``code`` in a fresh Python: a crash there (an abort in a custom call) is a failed
     check, not a crashed doctor."""
-    from purerl.run.runtime import child_process_env
+    from purerl.runtime import child_process_env
 
     env = child_process_env(**platform_env)
     try:

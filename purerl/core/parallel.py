@@ -85,9 +85,9 @@ def request_cpu_devices(count: int) -> None:
 
     XLA:CPU runs one device's program on a pool shared by all cores, and for the small programs
     of vector-env RL handing work between threads costs about what it saves. Two CPU devices run
-    two programs at once instead, so seeds split over as many CPU devices as cores train about
-    twice as fast on two cores (BENCHMARKS.md). Once the backend exists its device count is
-    fixed; ``select_devices`` then says how to set it.
+    two programs at once instead, so seeds split over as many CPU devices as cores keep every
+    core busy with its own program (speed-ups in BENCHMARKS.md). Once the backend exists its
+    device count is fixed; ``select_devices`` then says how to set it.
     """
     if jax.config.jax_num_cpu_devices >= count:
         return

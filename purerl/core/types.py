@@ -37,8 +37,9 @@ class Transition(NamedTuple):
     ``final_obs`` is the observation the step reached before any auto-reset, which is what a
     truncated episode bootstraps from. ``valid`` is False where the step only reset the
     environment (EnvPool ignores the action on the step after an episode ends); such steps are
-    masked out of learning. ``extras`` holds what the acting policy recorded (for PPO: the value
-    estimate and the action's log-probability).
+    masked out of learning. ``extras`` holds what the acting policy recorded: for PPO the action's
+    log-probability (values come after the rollout, from ``rollout.rollout_values``); DQN and
+    PQN record nothing (``()``).
     """
 
     obs: Array

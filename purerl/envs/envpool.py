@@ -48,7 +48,7 @@ from purerl.config import type_problem
 from purerl.core.types import Array, Key
 from purerl.envs import stats
 from purerl.envs.base import EnvSpec, Step, action_space_from
-from purerl.run.runtime import child_process_env
+from purerl.runtime import child_process_env
 
 ATARI_GAMES = (
     "Adventure", "AirRaid", "Alien", "Amidar", "Assault", "Asterix", "Asteroids", "Atlantis",
@@ -397,7 +397,8 @@ def make_envpool(
     return EnvPoolEnv(pool, xla_step, np.asarray(handle), spec, num_seeds, atari)
 
 
-# Four steps of a two-environment pool: seconds when it works, so a minute means a hang.
+# The check runs four steps of a two-environment pool: far less than this limit when the custom
+# call works, so reaching it means a hang.
 XLA_CHECK_TIMEOUT_S = 120
 
 XLA_STEP_CHECK = """

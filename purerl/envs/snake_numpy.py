@@ -2,8 +2,8 @@
 
 Written the obvious way (a head-first list of cells, Python sets) so that it can check the JAX
 version transition by transition. Randomness comes in from outside as uniform numbers in
-``[0, 1)``: given the numbers the JAX version drew, both must make the same moves; the benchmark
-(experiments/env_bench.py) feeds it NumPy's. Never imports JAX.
+``[0, 1)``: given the numbers the JAX version drew, both must make the same moves; the
+environment benchmark (``python -m benchmarks.envs``) feeds it NumPy's. Never imports JAX.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """PPO presets: ``purerl train ppo --env X`` starts from ``PRESETS[X]``.
 
-Flags given on the command line override a preset field by field. Budgets are chosen so the
-classic-control presets learn on a 2-core CPU in about a minute or less (see BENCHMARKS.md).
+Flags given on the command line override a preset field by field. Budgets are kept small
+enough for the classic-control presets to train on a CPU (wall-clock times in BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -66,27 +66,26 @@ PRESETS: dict[str, PPOConfig] = {
         num_epochs=10,
         num_minibatches=16,
         lr=1e-3,
-        # gamma 0.99 (the default): the best policy for gamma 0.95 averages -150.1 and for 0.99
-        # -139.3 (benchmarks/pendulum_ceiling.py); seeds 100-103 at 1M steps: -152.9 at 0.95,
-        # -149.2 at 0.99.
+        # gamma 0.99 (the default), not 0.95: the policy that is best for a shorter horizon
+        # earns less of the undiscounted return that is reported, which caps what PPO can reach
+        # (benchmarks/pendulum_ceiling.py; the search over gamma is in BENCHMARKS.md).
         ent_coef=0.0,
         normalize_obs=True,
         # Value clipping keeps the new value within clip_eps (0.2) of the old one, in return
-        # units: Pendulum's returns run to -300, so it throttled the critic (seeds 100-103 at
-        # 1M steps: -157.4 +- 3.2 with it, -152.3 +- 3.1 without).
+        # units: Pendulum's values run into the hundreds, so it throttles the critic
+        # (comparison in BENCHMARKS.md).
         clip_value_loss=False,
     ),
     **{env: minatar(env) for env in MINATAR_GAMES},
-    # Breakout's lr 5e-3 left Asterix at 5.2 with a clip fraction near 0.3; on seeds 100-101 at
-    # 5M steps lr 5e-3, 2.5e-3, 1e-3, 5e-4 reached 6.0, 14.2, 11.9, 7.8 (BENCHMARKS.md). At 5M
-    # steps Asterix and Freeway stay below gymnax-blines' 15 and 58 at 10M; at 10M, seeds
-    # 100-101 reach 23.8 and 62.5.
+    # Asterix takes a lower learning rate: at Breakout's 5e-3 its updates clip many of the
+    # ratios, and 2.5e-3 was the best of a grid on the tuning seeds. Asterix and Freeway take
+    # gymnax-blines' 10M-step budget, as at 5M they fall short of its figures (BENCHMARKS.md).
     "Asterix-MinAtar": dataclasses.replace(
         minatar("Asterix-MinAtar"), lr=2.5e-3, total_timesteps=10_000_000
     ),
     "Freeway-MinAtar": dataclasses.replace(minatar("Freeway-MinAtar"), total_timesteps=10_000_000),
     # Snake 10x10 from its [10, 10, 3] grid: many short games per update, a relu MLP and a
-    # higher learning rate learn in minutes on CPU (BENCHMARKS.md, test_snake_learning.py).
+    # higher learning rate, a budget a CPU can train (BENCHMARKS.md, test_snake_learning.py).
     "Snake-v0": PPOConfig(
         env="Snake-v0",
         num_envs=256,

@@ -4,8 +4,8 @@ XLA:CPU runs a convolution fast (through Eigen) only in the canonical channel-la
 ``NHWC`` input, ``HWIO`` kernel, ``NHWC`` output. The gradients JAX derives for a convolution
 use other dimension orders (the kernel gradient contracts over the batch axis), and inside a
 ``while`` loop, which is where every update of a ``lax.scan`` training loop runs, XLA:CPU leaves
-them in that form and falls back to a naive loop: the Nature CNN's backward pass then ran 13x
-slower inside the minibatch scan than outside it (jax-ml/jax#12868; measured in
+them in that form and falls back to a naive loop, so the Nature CNN's backward pass runs far
+slower inside the minibatch scan than outside it (jax-ml/jax#12868; figures in
 BENCHMARKS.md). ``conv2d`` writes both gradients as canonical convolutions on explicitly
 transposed operands, which XLA:CPU runs at full speed anywhere. Other backends are unaffected
 either way.

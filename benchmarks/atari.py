@@ -39,7 +39,7 @@ from purerl.core.loop import init_agents
 from purerl.core.rollout import collect
 from purerl.envs.envpool import AtariProtocol
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 
 
 @dataclasses.dataclass(frozen=True)

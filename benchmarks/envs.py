@@ -33,7 +33,7 @@ import tyro
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl.envs.snake import make_snake
 from purerl.envs.snake_numpy import SnakeReference
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 
 
 @dataclasses.dataclass(frozen=True)

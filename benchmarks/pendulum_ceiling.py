@@ -458,10 +458,10 @@ def load_pendulum_run(run_dir: Path):
     """
     from purerl.config import ConfigError
     from purerl.run.checkpoint import CheckpointError
-    from purerl.run.evaluate import load_run
+    from purerl.run.evaluate import load_agents
 
     try:
-        run = load_run(run_dir, "latest")
+        run = load_agents(run_dir, "latest")
     except (CheckpointError, ConfigError) as err:
         raise SystemExit(f"error: --compare-run: {err}") from None
     if run.cfg.env != "Pendulum-v1":

@@ -33,7 +33,7 @@ import tyro
 from purerl import algos, envs
 from purerl.core import loop
 from purerl.run import rundir, session
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ from purerl import envs
 from purerl.algos.ppo import PPOHparams, make_ppo
 from purerl.core.loop import compile_chunk, init_agents
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 from purerl.search.sweep import flag_nonfinite_losses, stack_hparams
 
 

@@ -50,7 +50,7 @@ from purerl.presets import MINATAR_GAMES
 from purerl.run import session
 from purerl.run.compare import format_return, markdown_table
 from purerl.run.plots import NotARunError, load_run, write_trial_graphs
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 
 START_MARKER = "<!-- bench-table:start -->"
 END_MARKER = "<!-- bench-table:end -->"

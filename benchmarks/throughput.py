@@ -44,7 +44,7 @@ from purerl.core.parallel import (
     select_devices,
 )
 from purerl.options import hint
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 
 
 @dataclasses.dataclass(frozen=True)

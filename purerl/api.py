@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import jax
 import numpy as np
 
 from purerl import algos, envs
@@ -29,7 +28,7 @@ from purerl.core import loop
 from purerl.core.types import Key, Metrics
 from purerl.run import session
 from purerl.run.rundir import Summary
-from purerl.run.runtime import configure_jax, enable_compilation_cache
+from purerl.runtime import configure_jax, enable_compilation_cache
 
 
 class TrainOutput(NamedTuple):
@@ -114,33 +113,13 @@ def train(
     spec, cfg, options = resolve(algo, env, preset, {**overrides, "progress": progress})
     configure_jax()
     enable_compilation_cache(options.compilation_cache)
-    request = session.TrainRequest(spec, cfg, options)
-    if run_dir is not None:
-        outcome = session.run(request)
-        result = outcome.result
-        return TrainOutput(
-            spec,
-            cfg,
-            outcome.summary,
-            result.history,
-            result.agents,
-            outcome.algo,
-            outcome.run_dir.resolve(),
-        )
-    setup = session.prepare(request)
-    with jax.default_device(None if setup.placement else setup.devices[0]):
-        sinks = session.progress_sinks(setup, None)
-        result = loop.train(
-            setup.algo,
-            cfg,
-            sinks=sinks,
-            updates_per_chunk=options.updates_per_chunk,
-            placement=setup.placement,
-        )
-    summary = session.make_summary(setup, result, 0)
-    for sink in sinks:
-        sink.close(summary.to_json())
-    return TrainOutput(spec, cfg, summary, result.history, result.agents, setup.algo, None)
+    request = session.TrainRequest(spec, cfg, options, in_memory=run_dir is None)
+    outcome = session.run(request)
+    result = outcome.result
+    where = None if outcome.run_dir is None else outcome.run_dir.resolve()
+    return TrainOutput(
+        spec, cfg, outcome.summary, result.history, result.agents, outcome.algo, where
+    )
 
 
 def make_train(cfg: Any) -> Callable[[Key], tuple[Any, Metrics]]:

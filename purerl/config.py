@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import errno
 import math
 import typing
 from typing import Any, Literal
@@ -32,6 +33,13 @@ MAX_SEED = 2**31 - 1
 
 class ConfigError(Exception):
     """A configuration that cannot run; the message says what to change."""
+
+
+USER_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT}
+)
+"""File-system errors a user causes and can fix (a full disk or quota, an unwritable or missing
+path): one line and exit code 2, not a traceback."""
 
 
 def flag(name: str) -> str:
@@ -65,9 +73,8 @@ class CommonConfig:
     EnvParams fields (e.g. max_steps_in_episode=200), Snake options (obs_mode=features)."""
     precision: Precision = "fp32"
     """Network compute precision: bf16 computes activations and matmuls in bfloat16;
-    parameters, optimizer and losses stay float32. On a CPU it can be slower: on 2 AVX-512
-    cores it ran the CartPole presets at about half (PPO) and two thirds (DQN) of fp32's speed
-    (docs/performance.md)."""
+    parameters, optimizer and losses stay float32. It is meant for accelerators with bfloat16
+    matrix units; on a CPU it can run slower than fp32 (docs/performance.md)."""
 
     def __post_init__(self):
         check_field_types(self)

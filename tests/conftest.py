@@ -36,7 +36,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 from purerl.run.rundir import Summary, read_summary  # noqa: E402
-from purerl.run.runtime import configure_jax  # noqa: E402
+from purerl.runtime import configure_jax  # noqa: E402
 from tests.helpers import ROOT, TINY_ARGS, run_cli  # noqa: E402
 
 configure_jax()

@@ -11,7 +11,9 @@ import pytest
 import purerl
 from purerl.core.ops.normalize import normalize
 from purerl.envs.wrappers import NormalizeObsState
-from purerl.run.evaluate import load_run
+from purerl.run.evaluate import load_agents
+from purerl.run.plots import write_trial_graphs
+from purerl.run.rundir import GRAPH_FILES, graph_paths
 from tests.helpers import leaves_equal, metric_rows
 
 TINY = dict(
@@ -24,7 +26,7 @@ TINY = dict(
 @pytest.mark.slow
 def test_train_gives_the_command_lines_parameters_and_history_bit_for_bit(tiny_run):
     result = purerl.train("ppo", env="CartPole-v1", **TINY)
-    from_cli = load_run(tiny_run)  # its final checkpoint
+    from_cli = load_agents(tiny_run)  # its final checkpoint
     assert leaves_equal(result.agents.state.params, from_cli.agents.state.params)
     rows = metric_rows(tiny_run)
     np.testing.assert_array_equal(
@@ -41,7 +43,7 @@ def test_make_train_is_a_pure_function_of_the_key_equal_to_a_run(tiny_run):
     train = jax.jit(jax.vmap(purerl.make_train(cfg)))
     keys = jax.vmap(jax.random.key)(np.arange(2))  # seeds 0 and 1, as the run's agents
     states, metrics = train(keys)
-    from_cli = load_run(tiny_run)
+    from_cli = load_agents(tiny_run)
     # The same computation, to float rounding: XLA fuses the differently shaped program
     # (one scan of every update, vmapped over keys) a little differently.
     for a, b in zip(
@@ -77,9 +79,14 @@ def test_unknown_arguments_name_both_kinds_of_field():
         purerl.train("ppo", learning_rate=1e-3)
 
 
-def test_load_gives_a_policy_on_raw_observations(tmp_path):
+def test_train_into_a_run_dir_prints_nothing_and_load_gives_a_policy(tmp_path, capfd):
     run = purerl.train("ppo", env="Pendulum-v1", num_envs=4, rollout_len=16,
                        num_minibatches=2, total_timesteps=128, run_dir=tmp_path / "r")  # fmt: skip
+    assert capfd.readouterr().out == ""  # no command-line lines, no tips
+    # The learning curves drawn from the history in memory are those the files give.
+    drawn = [path.read_bytes() for path in graph_paths(run.run_dir)]
+    assert [p.name for p in write_trial_graphs(run.run_dir)] == list(GRAPH_FILES)
+    assert [path.read_bytes() for path in graph_paths(run.run_dir)] == drawn
     policy = purerl.load(tmp_path / "r")
     raw = np.array([[1.0, 0.0, 3.0], [-0.5, 0.8, -2.0]], np.float32)
     state = jax.tree.map(lambda x: x[0], run.agents.state)

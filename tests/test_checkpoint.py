@@ -231,22 +231,22 @@ def test_a_full_disk_stops_with_one_message_and_the_run_resumes_once_space_is_ba
 
 
 @pytest.mark.slow
-def test_a_continuous_policy_from_before_action_range_units_is_refused(tmp_path):
+def test_a_checkpoint_of_an_older_format_is_refused(tmp_path):
     import purerl
-    from purerl.run.evaluate import load_run
+    from purerl.run.evaluate import load_agents
 
     run_dir = tmp_path / "run"
     tiny = dict(num_envs=4, rollout_len=32, num_minibatches=2, num_epochs=1, hidden_sizes=(16,))
     purerl.train("ppo", env="Pendulum-v1", total_timesteps=128, run_dir=run_dir, **tiny)
-    load_run(run_dir)
+    load_agents(run_dir)
     # As a checkpoint written before the Gaussian moved to units of the action range.
     (metadata,) = run_dir.glob("checkpoints/*/record/metadata")
     record = json.loads(metadata.read_text())
-    assert record.pop("policy_units") == "action_range"
-    metadata.write_text(json.dumps(record))
+    assert record["format_version"] == checkpoint.FORMAT_VERSION == 2
+    metadata.write_text(json.dumps({**record, "format_version": 1}))
     files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
-    with pytest.raises(checkpoint.CheckpointError, match="predates purerl's continuous policies"):
-        load_run(run_dir)
+    with pytest.raises(checkpoint.CheckpointError, match="format version 1, this purerl reads"):
+        load_agents(run_dir)
     result = run_cli("eval", str(run_dir), "--episodes", "2")
     assert result.code != 0 and "train the run again" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

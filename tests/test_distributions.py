@@ -68,13 +68,3 @@ def test_the_policy_gaussian_works_in_units_of_the_action_range():
     free = PolicyHead(Box((-math.inf, -2.0), (math.inf, 2.0), (2,))).apply(params, features)
     np.testing.assert_array_equal(free.mean[:, 0], raw.mean[:, 0])
     np.testing.assert_allclose(free.mean[:, 1], 2 * np.asarray(raw.mean[:, 1]), rtol=1e-6)
-
-
-def test_only_policies_whose_scale_changed_record_their_units():
-    from purerl.core.nets import policy_units_record
-    from purerl.envs.base import Box, Discrete
-
-    assert policy_units_record(Discrete(4)) == {}
-    assert policy_units_record(Box((-1.0,), (1.0,), (1,))) == {}
-    assert policy_units_record(Box((-math.inf,), (math.inf,), (1,))) == {}
-    assert policy_units_record(Box((-2.0,), (2.0,), (1,))) == {"policy_units": "action_range"}

@@ -4,7 +4,7 @@ import subprocess
 
 from purerl.cli import doctor
 from purerl.envs import envpool
-from purerl.run.runtime import child_process_env
+from purerl.runtime import child_process_env
 
 
 def test_a_child_reports_its_exception_line_not_jaxs_note_below_it():

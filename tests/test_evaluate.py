@@ -7,7 +7,7 @@ from PIL import Image, ImageSequence
 
 from purerl import envs
 from purerl.envs.render import DRAWERS, render_frame
-from purerl.run.evaluate import evaluate, load_run, record_episode
+from purerl.run.evaluate import evaluate, load_agents, record_episode
 from purerl.run.video import write_gif
 from tests.helpers import one_error_line, run_cli
 
@@ -22,8 +22,8 @@ def trained(cartpole_run):
 def test_trained_checkpoint_scores_high_and_untrained_low(trained, tiny_run):
     # Sampled actions: after one update of 64 steps the policy is still close to uniform
     # (~22 per episode); its greedy mode can already balance for a while.
-    high = evaluate(load_run(trained), 8, seed=0, greedy=False, max_steps=600)
-    low = evaluate(load_run(tiny_run, "1"), 8, seed=0, greedy=False, max_steps=600)
+    high = evaluate(load_agents(trained), 8, seed=0, greedy=False, max_steps=600)
+    low = evaluate(load_agents(tiny_run, "1"), 8, seed=0, greedy=False, max_steps=600)
     assert np.asarray(high.finished).all() and np.asarray(low.finished).all()
     assert np.asarray(high.returns).mean() > 150, high.returns
     assert np.asarray(low.returns).mean() < 40, low.returns
@@ -31,7 +31,7 @@ def test_trained_checkpoint_scores_high_and_untrained_low(trained, tiny_run):
 
 @pytest.mark.slow
 def test_video_has_one_frame_per_step_of_the_episode(tiny_run, tmp_path):
-    recording = record_episode(load_run(tiny_run, "1"), 0, seed=3, greedy=True, max_steps=600)
+    recording = record_episode(load_agents(tiny_run, "1"), 0, seed=3, greedy=True, max_steps=600)
     frames, length = recording.frames, recording.episode_length
     assert length is not None and len(frames) == length
     path = tmp_path / "episode.gif"
@@ -88,13 +88,13 @@ def vanishing_restore(monkeypatch, step_to_delete):
     checkpoint rotation): the directory goes and the first read of it fails."""
     import shutil
 
-    from purerl.run import checkpoint
+    from purerl.run import checkpoint, rundir
 
     real = checkpoint.restore
 
     def restore(run_dir, step, *args, **kwargs):
         if step == step_to_delete:
-            shutil.rmtree(checkpoint.checkpoint_dir(run_dir) / str(step))
+            shutil.rmtree(rundir.checkpoint_path(run_dir, step))
             raise checkpoint.UnreadableCheckpointError(step, "gone", "gone")
         return real(run_dir, step, *args, **kwargs)
 
@@ -109,7 +109,7 @@ def test_reading_latest_while_a_live_run_deletes_it_takes_the_next_newest(
     run_dir = tmp_path / "run"
     shutil.copytree(tiny_run, run_dir)
     vanishing_restore(monkeypatch, 6)
-    assert load_run(run_dir, "latest").step == 5
+    assert load_agents(run_dir, "latest").step == 5
 
 
 def test_reading_a_named_step_a_live_run_deleted_says_so(tiny_run, tmp_path, monkeypatch):

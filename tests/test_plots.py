@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from purerl.run.plots import TRIAL_GRAPH_FILES, NotARunError, compare_runs, write_trial_graphs
+from purerl.run.plots import NotARunError, compare_runs, write_trial_graphs
+from purerl.run.rundir import GRAPH_FILES
 from tests.helpers import learning_curves, png_is_a_plot, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +25,7 @@ def run_copy(tiny_run, tmp_path):
 
 def test_trial_graphs_of_a_real_run(run_copy):
     paths = write_trial_graphs(run_copy, window=3)
-    assert [p.name for p in paths] == list(TRIAL_GRAPH_FILES)
+    assert [p.name for p in paths] == list(GRAPH_FILES)
     assert all(p.parent == run_copy for p in paths)
     for path in paths:
         png_is_a_plot(path)

@@ -272,8 +272,8 @@ def test_a_closed_standard_output_stops_the_command_with_one_line(tmp_path):
 
 
 def test_an_interrupt_while_libraries_load_is_one_line(monkeypatch, capsys):
+    from purerl import runtime
     from purerl.cli import guarded
-    from purerl.run import runtime
 
     def interrupted():
         raise KeyboardInterrupt

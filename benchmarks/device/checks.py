@@ -490,7 +490,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     rows_path = out / "rows" / f"{args.group}.jsonl"
-    from purerl.run.runtime import configure_jax
+    from purerl.runtime import configure_jax
 
     configure_jax()
     for row in GROUP_FUNCTIONS[args.group](args.quick, out, args.limit_s):

@@ -4,6 +4,6 @@ import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-from purerl.run.runtime import configure_jax  # noqa: E402
+from purerl.runtime import configure_jax  # noqa: E402
 
 configure_jax()

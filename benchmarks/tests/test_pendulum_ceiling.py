@@ -271,6 +271,6 @@ def test_script_refuses_a_missing_run_or_another_environment(tmp_path, monkeypat
     with pytest.raises(SystemExit, match="--compare-run: run directory .* does not exist"):
         pc.main(tyro.cli(pc.Args, args=["--compare-run", str(tmp_path / "none")]))
     cartpole = SimpleNamespace(cfg=SimpleNamespace(env="CartPole-v1"))
-    monkeypatch.setattr("purerl.run.evaluate.load_run", lambda run_dir, which: cartpole)
+    monkeypatch.setattr("purerl.run.evaluate.load_agents", lambda run_dir, which: cartpole)
     with pytest.raises(SystemExit, match="needs a Pendulum-v1 run; .* trained CartPole-v1"):
         pc.main(tyro.cli(pc.Args, args=["--compare-run", str(tmp_path)]))

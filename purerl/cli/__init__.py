@@ -17,7 +17,6 @@ stderr; an internal bug still shows its traceback.
 from __future__ import annotations
 
 import contextlib
-import errno
 import importlib
 import os
 import signal
@@ -34,11 +33,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("purerl.cli.doctor", "check what runs on this machine's devices, and how fast"),
 }
 """``purerl <name>`` -> (module with ``main(argv, prog) -> int``, one-line summary)."""
-
-USER_ERRNOS = frozenset(
-    {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT}
-)
-"""File-system errors a user causes (full, unwritable or missing paths): one line, exit 2."""
 
 
 def usage(prog: str) -> str:
@@ -149,11 +143,11 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
         STARTUP.begin()
     try:
         from purerl.cli.parsing import HelpShown
-        from purerl.config import ConfigError
+        from purerl.config import USER_ERRNOS, ConfigError
         from purerl.core.loop import NonFiniteLossError
         from purerl.run.checkpoint import CheckpointError
-        from purerl.run.runtime import configure_jax, quiet_libraries
         from purerl.run.signals import Stopped
+        from purerl.runtime import configure_jax, quiet_libraries
 
         configure_jax()
         quiet_libraries()

@@ -20,7 +20,7 @@ import tyro
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.options import hint
-from purerl.run.runtime import enable_compilation_cache
+from purerl.runtime import enable_compilation_cache
 
 MAX_EPISODES = 100_000
 MAX_STEPS = 10_000_000
@@ -63,9 +63,9 @@ class EvalArgs:
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(EvalArgs, argv, prog, __doc__)
     enable_compilation_cache()
-    from purerl.run.evaluate import evaluate, load_run
+    from purerl.run.evaluate import evaluate, load_agents
 
-    run = load_run(Path(args.run_dir), args.checkpoint)
+    run = load_agents(Path(args.run_dir), args.checkpoint)
     num_seeds = run.cfg.num_seeds
     if args.seed_index is not None and not 0 <= args.seed_index < num_seeds:
         raise ConfigError(f"--seed-index must lie in [0, {num_seeds}), got {args.seed_index}")

@@ -24,11 +24,12 @@ from purerl.cli.parsing import UsageError, parse, peek
 from purerl.config import ConfigError, flag
 from purerl.options import hint
 from purerl.run import rundir
-from purerl.run.runtime import enable_compilation_cache
 from purerl.run.session import TrainRequest, cpu_split_hint, merge_resume_options, prepare
 from purerl.run.session import describe as describe_setup
 from purerl.run.session import run as run_session
 from purerl.run.signals import StopOnSignal
+from purerl.run.sinks import ConsoleSink
+from purerl.runtime import enable_compilation_cache
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -168,7 +169,7 @@ def train_algo(name: str, argv: Sequence[str], prog: str) -> int:
             print("dry run: the configuration is valid; nothing was written")
             return 0
         enable_compilation_cache(request.options.compilation_cache)
-        outcome = run_session(request, stop)
+        outcome = run_session(request, stop, [ConsoleSink()])
     if outcome.interrupted_by is not None:
         return 128 + outcome.interrupted_by
     return 0

@@ -25,9 +25,12 @@ from purerl.core.parallel import Placement, fetch, place, replicas_fingerprints
 from purerl.core.report import ChunkReport, Sink, emit
 from purerl.core.types import Array, Key, Metrics
 from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
-from purerl.run.checkpoint import HISTORY_KEYS, Snapshot
 
 S = TypeVar("S")
+
+HISTORY_KEYS = ("episode/return", "episode/count")
+"""Per-update metrics a run keeps from its start, ``[S, U]`` each: what the final return
+needs (and what a checkpoint carries, so that a resumed run has them too)."""
 
 
 class Agent(NamedTuple, Generic[S]):
@@ -38,6 +41,17 @@ class Agent(NamedTuple, Generic[S]):
     """Update ``u`` uses ``fold_in(key, u)``."""
     seed: Array
     """int32 seed this agent was built from."""
+
+
+class Snapshot(NamedTuple):
+    """Where a run continues from: agents stacked over seeds, and the run's history so far
+    (``HISTORY_KEYS``, ``[S, updates_done]``); a checkpoint restores one."""
+
+    agents: Any
+    history: dict[str, np.ndarray]
+    updates_done: int
+    record: dict[str, Any]
+    """What the run recorded about itself (``sessions``: one timing record per process)."""
 
 
 class TrainSpec(Protocol):

@@ -128,19 +128,6 @@ def action_range(space: Box) -> tuple[np.ndarray, np.ndarray]:
     return center.astype(np.float32), half_width.astype(np.float32)
 
 
-def policy_units_record(space: ActionSpace) -> dict[str, str]:
-    """What a run's checkpoints record about the units of its policy: for continuous actions
-    whose bounds are not [-1, 1], that the Gaussian works in units of the action range. Their
-    checkpoints from before 2026-11-25 lack the entry, and ``checkpoint`` refuses to read them:
-    their parameters would act with other torques. Elsewhere nothing changed: no entry."""
-    if not isinstance(space, Box):
-        return {}
-    center, half_width = action_range(space)
-    if np.all(center == 0.0) and np.all(half_width == 1.0):
-        return {}
-    return {"policy_units": "action_range"}
-
-
 class PolicyHead(nn.Module):
     """Maps features to an action distribution for ``action_space``.
 
@@ -148,9 +135,7 @@ class PolicyHead(nn.Module):
     deviation is a learned, state-independent parameter. The Gaussian works in units of the
     action range: the network's output 0 is the middle of the bounds and 1 half their width, and
     the standard deviation scales alike. A policy then reaches the bounds as readily on
-    Pendulum's [-2, 2] as on [-1, 1] (where nothing changes): in these units Pendulum's PPO
-    pumps with fuller torque and ends 2.8 better on average over 16 tuning seeds
-    (BENCHMARKS.md).
+    Pendulum's [-2, 2] as on [-1, 1] (where nothing changes).
     """
 
     action_space: ActionSpace

@@ -9,7 +9,7 @@
 | ``plots``, ``compare`` | learning-curve PNGs and comparison tables |
 | ``evaluate``, ``policy``, ``video`` | trained agents from checkpoints: returns, policies, GIFs |
 | ``signals``, ``capacity`` | Ctrl-C and SIGTERM; memory and disk checks |
-| ``runtime``, ``extras`` | process-wide JAX settings; optional packages |
+| ``extras`` | optional packages, with the pip command that installs them |
 
 Everything here may use the compute core (``purerl.core``); nothing there uses this.
 """

@@ -11,9 +11,6 @@ import jax
 from purerl.config import ConfigError
 from purerl.core import parallel
 
-USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS})
-"""Write failures the user can fix (space, quota, permissions): one line, not a traceback."""
-
 
 def tree_bytes(tree: Any) -> int:
     return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))

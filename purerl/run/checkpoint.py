@@ -1,6 +1,7 @@
 """Checkpoints of whole runs with orbax: the only module that imports orbax.
 
-A checkpoint is ``<run_dir>/checkpoints/<updates_done>/`` and holds every seed's agent (algorithm
+A checkpoint is ``<run_dir>/checkpoints/<updates_done>/`` (``purerl.run.rundir`` names the
+paths) and holds every seed's agent (algorithm
 state, key stream, seed), the per-update episode statistics the summary is computed from, and a
 JSON record naming the algorithm, its configuration and the format version. Orbax writes each
 checkpoint into a temporary directory and renames it when complete, so a killed process leaves
@@ -19,15 +20,18 @@ import math
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-FORMAT_VERSION = 1
-HISTORY_KEYS = ("episode/return", "episode/count")
-"""Per-update metrics kept in checkpoints, ``[S, U]`` each: what the final return needs."""
+from purerl.core.loop import HISTORY_KEYS, Snapshot
+from purerl.run.rundir import checkpoint_path, checkpoints_dir, json_ready
+
+FORMAT_VERSION = 2
+"""The checkpoint format this purerl writes and reads. Version 2: continuous policies act in
+units of their action range (version 1's parameters would act with other actions)."""
 
 
 class CheckpointError(Exception):
@@ -41,20 +45,6 @@ class UnreadableCheckpointError(CheckpointError):
         super().__init__(message)
         self.step = step
         self.reason = reason
-
-
-class Snapshot(NamedTuple):
-    """What a checkpoint restores: agents stacked over seeds, and the run's history so far."""
-
-    agents: Any
-    history: dict[str, np.ndarray]
-    updates_done: int
-    record: dict[str, Any]
-
-
-def checkpoint_dir(run_dir: Path) -> Path:
-    """``<run_dir>/checkpoints`` as an absolute path (orbax requires one)."""
-    return Path(run_dir).resolve() / "checkpoints"
 
 
 def _is_key(x: Any) -> bool:
@@ -214,7 +204,7 @@ def disk_bytes(directory: Path) -> int:
 
 def available_steps(run_dir: Path) -> list[int]:
     """Steps of the complete checkpoints of a run, oldest first."""
-    directory = checkpoint_dir(run_dir)
+    directory = checkpoints_dir(run_dir)
     if not directory.is_dir():
         return []
     manager = _manager(directory, read_only=True)
@@ -235,7 +225,7 @@ def data_parallel_replicas(run_dir: Path, which: str) -> int | None:
     """How many data-parallel replicas checkpoint ``which`` of a run stacks (None: seeds mode,
     or no readable record; ``restore`` then reports the checkpoint). A run keeps its layout
     from its first checkpoint to its last."""
-    manager = _manager(checkpoint_dir(run_dir), read_only=True)
+    manager = _manager(checkpoints_dir(run_dir), read_only=True)
     try:
         return _data_parallel_replicas(_read_record(manager, resolve_step(run_dir, which)))
     except Exception:  # orbax raises many types for unreadable files; restore says which
@@ -246,7 +236,7 @@ def data_parallel_replicas(run_dir: Path, which: str) -> int | None:
 
 def best_step(run_dir: Path, steps: Sequence[int]) -> int:
     """The step with the highest recorded mean return (the latest one if none has a return)."""
-    manager = _manager(checkpoint_dir(run_dir), read_only=True)
+    manager = _manager(checkpoints_dir(run_dir), read_only=True)
     returns = {}
     try:
         for step in steps:
@@ -272,7 +262,7 @@ def resolve_step(run_dir: Path, which: str) -> int:
     steps = available_steps(run_dir)
     if not steps:
         raise CheckpointError(
-            f"{run_dir} has no complete checkpoint (looked in {checkpoint_dir(run_dir)}); a run "
+            f"{run_dir} has no complete checkpoint (looked in {checkpoints_dir(run_dir)}); a run "
             "saves its first one after its first chunk of updates"
         )
     if which == "latest":
@@ -290,7 +280,8 @@ def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str
     if record.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(
             f"{where} has format version {record.get('format_version')}, this purerl reads "
-            f"version {FORMAT_VERSION}"
+            f"version {FORMAT_VERSION}: its policy would not act as it was trained to; train the "
+            "run again"
         )
     if record.get("algo") != expected["algo"]:
         raise CheckpointError(
@@ -302,12 +293,6 @@ def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str
         raise CheckpointError(
             f"{where} was written with {layout['devices']} device(s) in {layout['mode']} mode; "
             f"resume with --parallel {layout['mode']} --num-devices {layout['devices']}"
-        )
-    if record.get("policy_units") != expected.get("policy_units"):
-        raise CheckpointError(
-            f"{where} predates purerl's continuous policies in units of the action range "
-            "(2026-11-25): its policy would act with other actions than it was trained with; "
-            "train the run again"
         )
     saved, wanted = record.get("config", {}), expected["config"]
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
@@ -342,7 +327,7 @@ def restore(
     import orbax.checkpoint as ocp
 
     where = f"checkpoint {step} of {run_dir}"
-    manager = _manager(checkpoint_dir(run_dir), read_only=True)
+    manager = _manager(checkpoints_dir(run_dir), read_only=True)
     try:
         try:
             record = _read_record(manager, step)
@@ -425,7 +410,7 @@ def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: dict[s
         try:
             return step, restore(run_dir, step, fresh_agents, expected, any_layout=True)
         except UnreadableCheckpointError:
-            if (checkpoint_dir(run_dir) / str(step)).exists():
+            if (checkpoint_path(run_dir, step)).exists():
                 raise
             if which not in ("latest", "best"):
                 raise CheckpointError(
@@ -459,20 +444,7 @@ def restore_newest_readable(
     raise CheckpointError(f"no checkpoint of {run_dir} can be read ({reasons})")
 
 
-def run_identity(
-    algo: str, cfg: Any, action_space: Any, placement: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """What a run's checkpoints carry and ``restore`` checks: the algorithm, the configuration,
-    the device layout (``placement``, None for one device) and, for continuous policies whose
-    scale depends on the action bounds, their units (``nets.policy_units_record``)."""
-    from purerl.core.nets import policy_units_record
-
-    identity = {"algo": algo, "config": config_dict(cfg), "placement": placement}
-    return {**identity, **policy_units_record(action_space)}
-
-
-def config_dict(cfg: Any) -> dict[str, Any]:
-    """A config dataclass as the JSON-normalised dict stored in checkpoints and config.json."""
-    import json
-
-    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+def run_identity(algo: str, cfg: Any, placement: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a run's checkpoints carry and ``restore`` checks: the algorithm, the configuration
+    and the device layout (``placement``, None for one device)."""
+    return {"algo": algo, "config": json_ready(dataclasses.asdict(cfg)), "placement": placement}

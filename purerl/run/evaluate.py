@@ -24,7 +24,10 @@ from purerl.envs.wrappers import NormalizeObsState
 from purerl.run import checkpoint, rundir
 
 
-class LoadedRun(NamedTuple):
+class LoadedAgents(NamedTuple):
+    """A run's trained agents, restored from one checkpoint (``rundir.load_run`` reads the
+    run's metrics instead)."""
+
     spec: AlgoSpec
     cfg: Any
     algo: Algo
@@ -34,7 +37,7 @@ class LoadedRun(NamedTuple):
     """Updates done at the checkpoint."""
 
 
-def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
+def load_agents(run_dir: Path, which: str = "latest") -> LoadedAgents:
     """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) of a run.
 
     Raises:
@@ -54,9 +57,9 @@ def load_run(run_dir: Path, which: str = "latest") -> LoadedRun:
     env = envs.from_config(cfg, cfg.num_envs // replicas)
     algo = spec.build(cfg, env)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
-    identity = checkpoint.run_identity(spec.name, cfg, env.spec.action_space)
+    identity = checkpoint.run_identity(spec.name, cfg)
     step, snapshot = checkpoint.restore_named(run_dir, which, fresh, identity)
-    return LoadedRun(spec, cfg, algo, snapshot.agents, step)
+    return LoadedAgents(spec, cfg, algo, snapshot.agents, step)
 
 
 def with_trained_obs_stats(env_state: Any, trained_env_state: Any) -> Any:
@@ -107,7 +110,7 @@ def play_episodes(
 
 
 def evaluate(
-    run: LoadedRun, num_episodes: int, seed: int, greedy: bool, max_steps: int
+    run: LoadedAgents, num_episodes: int, seed: int, greedy: bool, max_steps: int
 ) -> Episodes:
     """``num_episodes`` episodes for every seed of ``run``; leaves ``[S, K]``."""
     env = envs.from_config(run.cfg, num_episodes)
@@ -129,7 +132,7 @@ class Recording(NamedTuple):
 
 
 def record_episode(
-    run: LoadedRun, seed_index: int, seed: int, greedy: bool, max_steps: int
+    run: LoadedAgents, seed_index: int, seed: int, greedy: bool, max_steps: int
 ) -> Recording:
     """Plays and draws one episode of trained seed ``seed_index``."""
     one_seed = dataclasses.replace(run.cfg, num_seeds=1, seed=run.cfg.seed + seed_index)

@@ -1,9 +1,9 @@
 """Learning curves as PNGs: trial graphs of one run, and several runs overlaid.
 
 Figures are drawn with matplotlib's object-oriented API on an Agg canvas, so importing this
-module changes no global matplotlib state (no backend switch, no pyplot). Runs are read with
-``purerl.run.rundir`` (re-exported here: ``load_run``, ``Run``, ``NotARunError``), so graphs can be
-drawn while a run is still going.
+module changes no global matplotlib state (no backend switch, no pyplot). A run being trained
+draws its graphs from its history in memory (``Curves``); finished runs and runs still going are
+read with ``purerl.run.rundir`` (re-exported here: ``load_run``, ``Run``, ``NotARunError``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -19,12 +19,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from purerl.run.compare import moving_average, run_table_row, seed_mean_std
-from purerl.run.rundir import NotARunError, Run, load_run
+from purerl.run.rundir import NotARunError, Run, graph_paths, load_run
 
 __all__ = [
     "NotARunError",
+    "Curves",
     "Run",
     "compare_runs",
+    "draw_trial_graphs",
     "load_run",
     "moving_average",
     "write_trial_graphs",
@@ -33,8 +35,25 @@ __all__ = [
 FIGURE_SIZE_IN = (8.0, 5.0)
 DPI = 100
 """Figures are ``FIGURE_SIZE_IN`` x ``DPI`` = 800 x 500 pixels."""
-TRIAL_GRAPH_FILES = ("returns.png", "returns_smoothed.png")
-"""What ``write_trial_graphs`` writes into a run directory: raw and smoothed curves."""
+
+
+class Curves(NamedTuple):
+    """What a run's trial graphs show."""
+
+    algo: str
+    env: str
+    status: str
+    """``finished``, ``interrupted`` or ``in progress`` (``Run.status``)."""
+    first_seed: int
+    frames: np.ndarray
+    """``[U]`` frames per seed after each update."""
+    returns: np.ndarray
+    """``[S, U]`` mean return of the episodes each update finished; NaN where none did."""
+
+    @classmethod
+    def of_run(cls, run: Run) -> Curves:
+        first_seed = int(run.record.config.get("seed", 0))
+        return cls(run.algo, run.env, run.status, first_seed, run.frames, run.returns)
 
 
 def draw_band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, color: Any) -> None:
@@ -65,39 +84,44 @@ def finish_figure(fig: Figure, ax: Axes, title: str, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def trial_graph(run: Run, values: np.ndarray, subtitle: str, path: Path) -> None:
+def trial_graph(curves: Curves, values: np.ndarray, subtitle: str, path: Path) -> None:
     """Per-seed curves of ``values`` ``[S, U]`` plus their across-seed mean +- std."""
     fig, ax = new_figure()
-    colors = [f"C{(i % 9) + 1}" for i in range(run.num_seeds)]
-    first_seed = int(run.record.config.get("seed", 0))
+    num_seeds = values.shape[0]
+    colors = [f"C{(i % 9) + 1}" for i in range(num_seeds)]
     for seed_index, (curve, color) in enumerate(zip(values, colors, strict=True)):
         # Join the updates that have a value: a gap means no episode ended, not a zero return.
         ok = np.isfinite(curve)
-        label = f"seed {first_seed + seed_index}" if run.num_seeds <= 8 else None
-        ax.plot(run.frames[ok], curve[ok], color=color, linewidth=0.8, alpha=0.6, label=label)
-    draw_band(ax, run.frames, values, "mean ± std across seeds", "C0")
-    seeds = f"{run.num_seeds} seed{'s' if run.num_seeds != 1 else ''}"
-    status = "" if run.status == "finished" else f", {run.status}"
-    title = f"{run.algo.upper()} on {run.env}, {seeds}{status}\n{subtitle}"
+        label = f"seed {curves.first_seed + seed_index}" if num_seeds <= 8 else None
+        ax.plot(curves.frames[ok], curve[ok], color=color, linewidth=0.8, alpha=0.6, label=label)
+    draw_band(ax, curves.frames, values, "mean ± std across seeds", "C0")
+    seeds = f"{num_seeds} seed{'s' if num_seeds != 1 else ''}"
+    status = "" if curves.status == "finished" else f", {curves.status}"
+    title = f"{curves.algo.upper()} on {curves.env}, {seeds}{status}\n{subtitle}"
     finish_figure(fig, ax, title, path)
 
 
-def write_trial_graphs(run_dir: str | Path, window: int = 100) -> list[Path]:
-    """Writes the run's learning curves as PNGs (800 x 500 px) into its directory.
+def draw_trial_graphs(run_dir: str | Path, curves: Curves, window: int = 100) -> list[Path]:
+    """Writes a run's learning curves as PNGs (800 x 500 px) into its directory.
 
     ``returns.png``: each seed's per-update mean episode return against frames per seed,
     with the across-seed mean and a +- std band. ``returns_smoothed.png``: the same after a
     trailing ``moving_average`` over ``window`` updates of each seed's curve.
 
     Returns:
-        The paths written, in the order of ``TRIAL_GRAPH_FILES``.
+        The paths written (``rundir.graph_paths``).
     """
-    run = load_run(run_dir)
-    raw_path, smooth_path = (run.path / name for name in TRIAL_GRAPH_FILES)
-    trial_graph(run, run.returns, "episode return per update", raw_path)
+    raw_path, smooth_path = graph_paths(run_dir)
+    returns = np.asarray(curves.returns, np.float64)
+    trial_graph(curves, returns, "episode return per update", raw_path)
     subtitle = f"moving average over {window} updates"
-    trial_graph(run, moving_average(run.returns, window), subtitle, smooth_path)
+    trial_graph(curves, moving_average(returns, window), subtitle, smooth_path)
     return [raw_path, smooth_path]
+
+
+def write_trial_graphs(run_dir: str | Path, window: int = 100) -> list[Path]:
+    """``draw_trial_graphs`` of a run directory as it is on disk (finished or in progress)."""
+    return draw_trial_graphs(run_dir, Curves.of_run(load_run(run_dir)), window)
 
 
 def compare_runs(

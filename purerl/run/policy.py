@@ -99,7 +99,7 @@ def load(
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
     """
-    from purerl.run.evaluate import load_run
+    from purerl.run.evaluate import load_agents
 
-    run = load_run(Path(run_dir), checkpoint)
+    run = load_agents(Path(run_dir), checkpoint)
     return Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index, greedy)

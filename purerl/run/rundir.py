@@ -1,12 +1,15 @@
-"""Run directories: the one module that writes and reads their files.
+"""Run directories: the one module that names their paths and writes and reads their files.
 
-| file | written by | content |
+| path | written by | content |
 |---|---|---|
 | ``config.json`` | ``write_config`` | ``ConfigRecord``: algo, config, run options, versions, time |
 | ``metrics.jsonl`` | ``MetricsWriter`` | one JSON object per update (``report_rows``) |
 | ``summary.json`` | ``write_summary`` | ``Summary``: the final record |
+| ``returns.png``, ``returns_smoothed.png`` | ``purerl.run.plots`` | learning curves |
 | ``resumes.jsonl`` | ``record_resume`` | one line per resume: from where, what changed |
-| ``checkpoints/`` | ``purerl.run.checkpoint`` | orbax checkpoints |
+| ``checkpoints/`` | ``purerl.run.checkpoint`` in ``checkpoints_dir`` | orbax checkpoints |
+| ``unreadable-checkpoints/`` | ``set_aside_checkpoint`` | checkpoints a resume could not read |
+| ``tensorboard/`` | ``purerl.run.tensorboard`` in ``tensorboard_dir`` | event files |
 | ``.lock`` | ``RunLock`` | held by the process training into the directory |
 
 Everything here reads runs that are still going too: ``summary.json`` absent and the last line
@@ -22,6 +25,7 @@ import fcntl
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,7 +35,45 @@ from purerl.config import ConfigError
 from purerl.core.report import ChunkReport
 
 RUNS_ROOT = Path("runs")
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+SUMMARY_FILE = "summary.json"
+RESUMES_FILE = "resumes.jsonl"
+GRAPH_FILES = ("returns.png", "returns_smoothed.png")
+"""Learning curves: raw and smoothed."""
+CHECKPOINTS_DIR = "checkpoints"
+UNREADABLE_DIR = "unreadable-checkpoints"
+TENSORBOARD_DIR = "tensorboard"
 LOCK_FILE = ".lock"
+
+
+def checkpoints_dir(run_dir: Path) -> Path:
+    """``<run_dir>/checkpoints`` as an absolute path (orbax requires one)."""
+    return Path(run_dir).resolve() / CHECKPOINTS_DIR
+
+
+def checkpoint_path(run_dir: Path, step: int) -> Path:
+    """The directory of checkpoint ``step`` (updates done) of a run."""
+    return checkpoints_dir(run_dir) / str(step)
+
+
+def tensorboard_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / TENSORBOARD_DIR
+
+
+def graph_paths(run_dir: Path) -> tuple[Path, ...]:
+    """The learning-curve PNGs of a run, in the order of ``GRAPH_FILES``."""
+    return tuple(Path(run_dir) / name for name in GRAPH_FILES)
+
+
+def set_aside_checkpoint(run_dir: Path, step: int) -> Path:
+    """Moves an unreadable checkpoint out of the way of new ones, keeping its files, to
+    ``unreadable-checkpoints/<step>-<time>``; returns where it went."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = Path(run_dir) / UNREADABLE_DIR / f"{step}-{stamp}"
+    target.parent.mkdir(exist_ok=True)
+    shutil.move(str(checkpoint_path(run_dir, step)), str(target))
+    return target
 
 
 class NotARunError(ConfigError):
@@ -195,7 +237,7 @@ def read_config(source: Path) -> ConfigRecord:
         NotARunError: missing, unreadable, or not a purerl run configuration.
     """
     source = Path(source)
-    path = source / "config.json" if source.is_dir() else source
+    path = source / CONFIG_FILE if source.is_dir() else source
     if not source.exists():
         what = "config file" if source.suffix == ".json" else "run directory"
         raise NotARunError(f"{what} {source} does not exist")
@@ -226,7 +268,7 @@ def read_config(source: Path) -> ConfigRecord:
 
 
 def write_config(run_dir: Path, record: ConfigRecord) -> None:
-    write_json(Path(run_dir) / "config.json", record.to_json())
+    write_json(Path(run_dir) / CONFIG_FILE, record.to_json())
 
 
 def report_rows(report: ChunkReport, env_steps_per_update: int, frame_skip: int) -> list[dict]:
@@ -271,7 +313,7 @@ class MetricsWriter:
     progress."""
 
     def __init__(self, run_dir: Path, env_steps_per_update: int, frame_skip: int = 1):
-        path = Path(run_dir) / "metrics.jsonl"
+        path = Path(run_dir) / METRICS_FILE
         self.file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self.env_steps_per_update = env_steps_per_update
         self.frame_skip = frame_skip
@@ -311,7 +353,7 @@ def truncate_metrics(run_dir: Path, updates_done: int) -> None:
 
     A row cut off by a killed process is dropped too. The file is replaced atomically.
     """
-    path = Path(run_dir) / "metrics.jsonl"
+    path = Path(run_dir) / METRICS_FILE
     if not path.exists():
         return
     kept = []
@@ -375,13 +417,13 @@ class Summary:
 
 
 def write_summary(run_dir: Path, summary: Summary) -> None:
-    write_json(Path(run_dir) / "summary.json", summary.to_json())
+    write_json(Path(run_dir) / SUMMARY_FILE, summary.to_json())
 
 
 def read_summary(run_dir: Path) -> Summary | None:
     """``summary.json`` of a run, or None if it has none (written atomically: present means
     complete)."""
-    path = Path(run_dir) / "summary.json"
+    path = Path(run_dir) / SUMMARY_FILE
     if not path.is_file():
         return None
     try:
@@ -394,7 +436,7 @@ def record_resume(run_dir: Path, row: dict[str, Any]) -> None:
     """Appends one line to ``resumes.jsonl``: when a run was resumed, from which update, which
     checkpoints were skipped and which run options changed."""
     stamped = {"time": datetime.datetime.now().isoformat(timespec="seconds"), **row}
-    with open(Path(run_dir) / "resumes.jsonl", "a", encoding="utf-8") as f:
+    with open(Path(run_dir) / RESUMES_FILE, "a", encoding="utf-8") as f:
         f.write(json.dumps(json_ready(stamped)) + "\n")
 
 
@@ -454,7 +496,7 @@ def load_run(path: str | Path) -> Run:
     if not run_dir.is_dir():
         raise NotARunError(f"{run_dir} is not a run directory: no such directory")
     record = read_config(run_dir)
-    metrics_path = run_dir / "metrics.jsonl"
+    metrics_path = run_dir / METRICS_FILE
     # A run that is still compiling may not have created metrics.jsonl yet: no updates.
     rows = read_metrics_rows(metrics_path) if metrics_path.is_file() else []
     summary = read_summary(run_dir)

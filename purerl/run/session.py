@@ -12,8 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
-import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,14 @@ import numpy as np
 
 from purerl import envs
 from purerl.algos import Algo, AlgoSpec
-from purerl.config import ConfigError, flag
+from purerl.config import USER_ERRNOS, ConfigError, flag
 from purerl.core import parallel
-from purerl.core.loop import CheckpointPolicy, TrainResult, init_agents, train
+from purerl.core.loop import CheckpointPolicy, Snapshot, TrainResult, init_agents, train
 from purerl.core.report import Sink
 from purerl.envs.base import Environment
 from purerl.options import RESUMABLE, RunOptions
 from purerl.run import checkpoint, rundir
 from purerl.run.capacity import (
-    USER_ERRNOS,
     check_memory,
     format_bytes,
     is_disk_full,
@@ -38,9 +36,9 @@ from purerl.run.capacity import (
     tree_bytes,
 )
 from purerl.run.extras import import_extra
-from purerl.run.runtime import initialize_distributed
 from purerl.run.signals import StopOnSignal, Stopped
-from purerl.run.sinks import ProgressSink
+from purerl.run.sinks import ProgressSink, notify, warn
+from purerl.runtime import initialize_distributed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +56,8 @@ class TrainRequest:
     command: str | None = None
     """The command that trains this algorithm (``purerl train ppo``), for the messages that
     say how to resume."""
+    in_memory: bool = False
+    """Train without a run directory: nothing is written, nothing can be resumed."""
 
     def resume_hint(self, run_dir: Path) -> str:
         return f"{self.command or 'purerl train ' + self.spec.name} --resume {run_dir}"
@@ -90,7 +90,8 @@ class Setup:
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    run_dir: Path
+    run_dir: Path | None
+    """None for a run in memory."""
     summary: rundir.Summary | None
     result: TrainResult | None
     """None when a resumed run was complete already."""
@@ -149,7 +150,7 @@ def prepare(request: TrainRequest) -> Setup:
     if options.wandb_project:
         import_extra("wandb", "'purerl[wandb]'", "--wandb-project")
     layout = {"mode": placement.mode, "devices": placement.num_devices} if placement else None
-    identity = checkpoint.run_identity(spec.name, cfg, env.spec.action_space, layout)
+    identity = checkpoint.run_identity(spec.name, cfg, layout)
     transient = () if env.pure else ("env_state", "obs")
     transient += tuple(f for f in options.excluded_state() if f in state_bytes)
     return Setup(request, env, algo, devices, placement, identity, transient, state_bytes)
@@ -168,8 +169,7 @@ def cpu_split_hint(setup: Setup) -> str | None:
         return None
     return (
         f"tip: --num-devices {split} splits the {cfg.num_seeds} seeds over {split} CPU devices, "
-        f"one per core (8 PPO seeds on CartPole-v1 train 2.0x as fast so on 2 cores, on "
-        f"Breakout-MinAtar 1.1x)"
+        "one per core, so that their programs run side by side (docs/performance.md)"
     )
 
 
@@ -187,27 +187,37 @@ def describe(setup: Setup) -> str:
     )
 
 
-def run(request: TrainRequest, stop: StopOnSignal | None = None) -> Outcome:
+def run(
+    request: TrainRequest, stop: StopOnSignal | None = None, sinks: Sequence[Sink] = ()
+) -> Outcome:
     """Carries out a run: builds everything first (bad input fails before anything is
     written), then creates or locks the run directory, trains and writes the summary.
 
-    A resumed run is locked before the (slow) set-up, so a run another process is training is
-    refused at once; a distributed one only after joining, which must come first.
+    ``purerl train`` and ``purerl.train`` (with or without ``run_dir``) both come here. ``sinks``
+    are the caller's: they get the loop's reports and the session's notices (the command line's
+    ``ConsoleSink`` prints them). A resumed run is locked before the (slow) set-up, so a run
+    another process is training is refused at once; a distributed one only after joining,
+    which must come first.
     """
     lock = None
     if request.resume is not None and not request.options.distributed:
         lock = lock_existing(Path(request.resume))
     try:
         setup = prepare(request)
-        print(f"devices: {setup.placement.describe() if setup.placement else setup.devices[0]}")
+        notify(
+            sinks, f"devices: {setup.placement.describe() if setup.placement else setup.devices[0]}"
+        )
         if hint := cpu_split_hint(setup):
-            print(hint)
+            notify(sinks, hint)
         if stop is not None and stop.signum is not None:
             raise Stopped(stop.signum)
         main = parallel.is_main_process()
         spec, cfg = request.spec, request.cfg
         with jax.default_device(None if setup.placement else setup.devices[0]):
-            if request.resume is None:
+            run_dir = None
+            if request.in_memory:
+                pass
+            elif request.resume is None:
                 run_dir = Path(
                     request.options.run_dir or rundir.default_run_dir(spec.name, cfg.env)
                 )
@@ -216,8 +226,8 @@ def run(request: TrainRequest, stop: StopOnSignal | None = None) -> Outcome:
                 run_dir = Path(request.resume)
                 if lock is None and main:
                     lock = lock_existing(run_dir)
-            start = None if request.resume is None else restore(setup, run_dir, main)
-            return train_and_finish(setup, run_dir, start, stop)
+            start = None if request.resume is None else restore(setup, run_dir, main, sinks)
+            return train_and_finish(setup, run_dir, start, stop, sinks)
     finally:
         if lock is not None:
             lock.release()
@@ -243,10 +253,10 @@ def open_new(setup: Setup, run_dir: Path) -> rundir.RunLock:
     return lock
 
 
-def restore(setup: Setup, run_dir: Path, main: bool) -> checkpoint.Snapshot:
+def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ()) -> Snapshot:
     """The checkpoint a resumed run continues from: ``--resume-from``, else the newest one
-    that can be read. Unreadable newer ones are moved to ``<run>/unreadable-checkpoints/``
-    (never deleted) and named in ``resumes.jsonl``."""
+    that can be read. Unreadable newer ones are set aside (``rundir.set_aside_checkpoint``,
+    never deleted) and named in ``resumes.jsonl``."""
     cfg, request = setup.cfg, setup.request
     steps = checkpoint.available_steps(run_dir)
     if not steps:
@@ -263,9 +273,9 @@ def restore(setup: Setup, run_dir: Path, main: bool) -> checkpoint.Snapshot:
     fresh = init_agents(setup.algo, [cfg.seed + i for i in range(cfg.num_seeds)], setup.placement)
     start, skipped = checkpoint.restore_newest_readable(run_dir, steps, fresh, setup.identity)
     for err in skipped:
-        print(f"skipped checkpoint {err.step}: {err.reason}", file=sys.stderr, flush=True)
+        warn(sinks, f"skipped checkpoint {err.step}: {err.reason}")
     if main:
-        moved = [quarantine(run_dir, err.step) for err in skipped]
+        moved = [rundir.set_aside_checkpoint(run_dir, err.step) for err in skipped]
         if start.updates_done < cfg.num_updates:
             rundir.truncate_metrics(run_dir, start.updates_done)
         rundir.record_resume(
@@ -282,33 +292,33 @@ def restore(setup: Setup, run_dir: Path, main: bool) -> checkpoint.Snapshot:
     return start
 
 
-def quarantine(run_dir: Path, step: int) -> Path:
-    """Moves an unreadable checkpoint out of the way of the new ones, keeping its files."""
-    source = checkpoint.checkpoint_dir(run_dir) / str(step)
-    target = Path(run_dir) / "unreadable-checkpoints" / f"{step}-{time.strftime('%Y%m%d-%H%M%S')}"
-    target.parent.mkdir(exist_ok=True)
-    shutil.move(str(source), str(target))
-    return target
-
-
 def train_and_finish(
-    setup: Setup, run_dir: Path, start: checkpoint.Snapshot | None, stop: StopOnSignal | None
+    setup: Setup,
+    run_dir: Path | None,
+    start: Snapshot | None,
+    stop: StopOnSignal | None,
+    extra_sinks: Sequence[Sink] = (),
 ) -> Outcome:
     cfg, options, spec = setup.cfg, setup.options, setup.request.spec
     if start is not None and start.updates_done >= cfg.num_updates:
-        print(f"{run_dir} is already complete ({start.updates_done} updates); nothing to do")
+        notify(
+            extra_sinks,
+            f"{run_dir} is already complete ({start.updates_done} updates); nothing to do",
+        )
         return Outcome(run_dir, rundir.read_summary(run_dir), None, setup.algo)
     verb = (
         f"{cfg.num_updates * cfg.env_steps_per_update:,} steps per seed ({cfg.num_updates} updates)"
         if start is None
         else f"resuming at update {start.updates_done}"
     )
-    print(f"{spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb} -> {run_dir}", flush=True)
-    sinks = make_sinks(setup, run_dir, start) if parallel.is_main_process() else []
+    where = "" if run_dir is None else f" -> {run_dir}"
+    notify(extra_sinks, f"{spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb}{where}")
+    main = parallel.is_main_process()
+    sinks = [*make_sinks(setup, run_dir, start), *extra_sinks] if main else []
     saver = None
-    if options.checkpoints:
+    if options.checkpoints and run_dir is not None:
         saver = checkpoint.Checkpointer(
-            checkpoint.checkpoint_dir(run_dir),
+            rundir.checkpoints_dir(run_dir),
             setup.identity,
             options.keep_checkpoints,
             options.keep_best,
@@ -354,10 +364,11 @@ def train_and_finish(
         if saver is not None:
             close_quietly(saver)
     summary = make_summary(setup, result, 0 if start is None else start.updates_done)
-    if parallel.is_main_process():
+    if main:
         for sink in sinks:
             sink.close(summary.to_json())
-        finish(setup, run_dir, summary, result)
+        if run_dir is not None:
+            finish(setup, run_dir, summary, result, extra_sinks)
     signum = stop.signum if (stop is not None and result.interrupted) else None
     return Outcome(run_dir, summary, result, setup.algo, signum)
 
@@ -396,21 +407,24 @@ def checkpoint_bytes(setup: Setup, run_dir: Path, steps: list[int]) -> float:
     """The space the newest complete checkpoint takes on disk (allocated blocks, which many
     small files round up), else the state's size in memory."""
     if steps:
-        return checkpoint.disk_bytes(checkpoint.checkpoint_dir(run_dir) / str(steps[-1]))
+        return checkpoint.disk_bytes(rundir.checkpoint_path(run_dir, steps[-1]))
     saved = {k: v for k, v in setup.state_bytes.items() if k not in setup.transient}
     return sum(saved.values()) * setup.cfg.num_seeds
 
 
-def make_sinks(setup: Setup, run_dir: Path, start: checkpoint.Snapshot | None) -> list[Sink]:
-    """The metrics file, TensorBoard and W&B when asked for, and the progress bar."""
+def make_sinks(setup: Setup, run_dir: Path | None, start: Snapshot | None) -> list[Sink]:
+    """The metrics file, TensorBoard and W&B when asked for (with a run directory), and the
+    progress bar."""
     cfg, options = setup.cfg, setup.options
+    if run_dir is None:
+        return progress_sinks(setup, start)
     steps, frame_skip = cfg.env_steps_per_update, setup.env.spec.frame_skip
     sinks: list[Sink] = [rundir.MetricsWriter(run_dir, steps, frame_skip)]
     if options.tensorboard:
         from purerl.run.tensorboard import TensorBoardSink
 
         first = 0 if start is None else start.updates_done
-        sinks.append(TensorBoardSink(run_dir / "tensorboard", steps, frame_skip, first))
+        sinks.append(TensorBoardSink(rundir.tensorboard_dir(run_dir), steps, frame_skip, first))
     if options.wandb_project:
         from purerl.run.wandb_sink import WandbSink
 
@@ -421,7 +435,7 @@ def make_sinks(setup: Setup, run_dir: Path, start: checkpoint.Snapshot | None) -
     return sinks + progress_sinks(setup, start)
 
 
-def progress_sinks(setup: Setup, start: checkpoint.Snapshot | None) -> list[Sink]:
+def progress_sinks(setup: Setup, start: Snapshot | None) -> list[Sink]:
     """The progress bar, when the run options ask for one."""
     cfg = setup.cfg
     if not setup.options.progress:
@@ -474,23 +488,32 @@ def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir
     )
 
 
-def finish(setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult) -> None:
-    """Writes the summary and learning curves and says how a stopped run goes on."""
-    from purerl.run.plots import write_trial_graphs
+def finish(
+    setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult, sinks: Sequence[Sink]
+) -> None:
+    """Writes the summary and learning curves (from the run's history in memory) and says
+    where they went and how a stopped run goes on."""
+    from purerl.run.plots import Curves, draw_trial_graphs
 
+    cfg = setup.cfg
     rundir.write_summary(run_dir, summary)
-    graphs = write_trial_graphs(run_dir, setup.options.plot_window)
-    print(final_line(summary, run_dir), flush=True)
-    print("learning curves: " + ", ".join(str(path) for path in graphs), flush=True)
+    returns = result.history["episode/return"]
+    steps = cfg.env_steps_per_update * setup.env.spec.frame_skip
+    frames = np.arange(1, returns.shape[1] + 1, dtype=np.int64) * steps
+    status = "interrupted" if summary.interrupted else "finished"
+    curves = Curves(setup.request.spec.name, cfg.env, status, cfg.seed, frames, returns)
+    graphs = draw_trial_graphs(run_dir, curves, setup.options.plot_window)
+    notify(sinks, final_line(summary, run_dir))
+    notify(sinks, "learning curves: " + ", ".join(str(path) for path in graphs))
     if result.interrupted:
         how = setup.request.resume_hint(run_dir)
         saved = (
             "checkpoint saved" if setup.options.checkpoints else "no checkpoint (--no-checkpoints)"
         )
-        print(
-            f"stopped at update {summary.num_updates} of {setup.cfg.num_updates}; {saved}; "
+        notify(
+            sinks,
+            f"stopped at update {summary.num_updates} of {cfg.num_updates}; {saved}; "
             f"continue with: {how}",
-            flush=True,
         )
 
 

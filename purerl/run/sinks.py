@@ -1,8 +1,15 @@
-"""The progress bar: a sink showing steps per second and the recent mean return."""
+"""Sinks that speak to a person: the progress bar, and the command line's notices.
+
+Besides the loop's reports, the session hands every sink its *notices* (what a run does, where
+its results went, how to go on) through ``notify`` and ``warn``; a sink without ``notice`` or
+``warning`` ignores them. The command line adds a ``ConsoleSink`` that prints them; the Python
+API adds none, so it prints nothing but the progress bar it is asked for.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -85,3 +92,37 @@ class ProgressSink:
     def close(self, summary: dict[str, Any]) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+class ConsoleSink:
+    """The command line's notices on standard output, warnings on standard error."""
+
+    def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None):
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+
+    def write(self, report: ChunkReport) -> None:
+        pass
+
+    def notice(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def warning(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    def close(self, summary: Any) -> None:
+        pass
+
+
+def notify(sinks: Sequence[Any], text: str) -> None:
+    """Hands ``text`` to the sinks that take notices."""
+    for sink in sinks:
+        if hasattr(sink, "notice"):
+            sink.notice(text)
+
+
+def warn(sinks: Sequence[Any], text: str) -> None:
+    """Hands ``text`` to the sinks that take warnings."""
+    for sink in sinks:
+        if hasattr(sink, "warning"):
+            sink.warning(text)

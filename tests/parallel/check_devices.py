@@ -21,7 +21,7 @@ from purerl.core.loop import train
 from purerl.core.nets import make_actor_critic
 from purerl.core.ops.sgd import minibatch_epochs
 from purerl.core.parallel import DEVICE_AXIS, make_placement, select_devices
-from purerl.run.runtime import configure_jax
+from purerl.runtime import configure_jax
 from purerl.search.sweep import batch_placement, run_batch
 from tests.helpers import TINY_ARGS, run_cli
 

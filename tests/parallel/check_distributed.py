@@ -5,7 +5,7 @@ python tests/parallel/check_distributed.py <coordinator host:port> <process id>
 
 import sys
 
-from purerl.run.runtime import initialize_distributed
+from purerl.runtime import initialize_distributed
 
 if __name__ == "__main__":
     initialize_distributed(sys.argv[1], 2, int(sys.argv[2]))
@@ -18,7 +18,7 @@ if __name__ == "__main__":
     from purerl.algos.ppo import PPOConfig, make_ppo
     from purerl.core.loop import train
     from purerl.core.parallel import DEVICE_AXIS, fetch, make_placement, select_devices
-    from purerl.run.runtime import configure_jax
+    from purerl.runtime import configure_jax
 
     configure_jax()
     cfg = PPOConfig(

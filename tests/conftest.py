@@ -21,9 +21,8 @@ os.environ.setdefault("PURERL_CACHE_DIR", os.environ["JAX_COMPILATION_CACHE_DIR"
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Parallel workers share the cores: each keeps to one core of its own (and so do the
     # processes it starts), before JAX sizes its CPU thread pool from the cores it may use.
-    # On two cores this runs the suite about 10 % faster: XLA:CPU otherwise hands the small
-    # operations of these programs to a thread pool whose hand-offs cost more than the
-    # operations, and the two workers' threads fight over both cores.
+    # XLA:CPU otherwise hands the small operations of these programs to a thread pool whose
+    # hand-offs cost more than the operations, and the workers' threads fight over the cores.
     worker = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cores[worker % len(cores)]})

@@ -89,6 +89,11 @@ class RunOptions:
                 f"--checkpoint-minutes must be a positive number of at most "
                 f"{MAX_CHECKPOINT_MINUTES:,} (a year), got {minutes}"
             )
+        if self.run_dir is not None and not self.run_dir.strip():
+            raise ConfigError(
+                "--run-dir is empty; name a directory, or leave the flag out for "
+                "runs/<algo>-<env>-<time>"
+            )
         if isinstance(self.device, int) and self.device < 0:
             raise ConfigError(
                 f"--device must be auto, cpu, gpu or an index >= 0, got {self.device}"

@@ -133,6 +133,10 @@ class DQNConfig(CommonConfig):
                 f"--total-timesteps {self.total_timesteps:,} is beyond the {MAX_DQN_STEPS:,} "
                 "environment steps DQN's int32 step counter holds; split the run"
             )
+        if self.learning_starts < 0:
+            raise ConfigError(
+                f"--learning-starts must be 0 or more environment steps, got {self.learning_starts}"
+            )
         run_steps = self.num_updates * self.env_steps_per_update
         if run_steps and self.learning_starts >= run_steps:
             raise ConfigError(

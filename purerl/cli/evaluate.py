@@ -10,6 +10,7 @@ min / max return per seed. ``--video out.gif`` also records one episode of ``--s
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -66,6 +67,8 @@ def main(argv: Sequence[str], prog: str) -> int:
     from purerl.run.evaluate import evaluate, load_agents
 
     run = load_agents(Path(args.run_dir), args.checkpoint)
+    for err in run.skipped:
+        print(f"skipped checkpoint {err.step}: {err.reason}", file=sys.stderr, flush=True)
     num_seeds = run.cfg.num_seeds
     if args.seed_index is not None and not 0 <= args.seed_index < num_seeds:
         raise ConfigError(f"--seed-index must lie in [0, {num_seeds}), got {args.seed_index}")

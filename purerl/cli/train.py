@@ -178,15 +178,23 @@ def train_algo(name: str, argv: Sequence[str], prog: str) -> int:
 def main(argv: Sequence[str], prog: str) -> int:
     """``purerl train ALGORITHM [FLAGS]``, or ``purerl train --resume DIR`` (the algorithm is
     read from the run)."""
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:
+        raise UsageError(
+            f"name the algorithm: {prog} ALGORITHM [FLAGS], with ALGORITHM one of "
+            f"{', '.join(algos.names())} (see {prog} --help)"
+        )
+    if argv[0] in ("-h", "--help"):
         print(train_usage(prog))
-        return 0 if argv else 2
+        return 0
     if argv[0].startswith("-"):
         source = peek(argv, "--resume") or peek(argv, "--config")
         if source is None:
             raise UsageError(
                 f"name the algorithm first: {prog} ALGORITHM [FLAGS] (see {prog} --help)"
             )
+        resume = peek(argv, "--resume")
+        if resume is not None and Path(resume).is_file():
+            raise ConfigError(f"--resume {resume} is a file, not a run directory")
         name = rundir.read_config(Path(source)).algo
         return train_algo(name, argv, f"{prog} {name}")
     if argv[0] not in algos.names():

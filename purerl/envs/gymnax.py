@@ -67,6 +67,12 @@ def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
     defaults = dataclasses.asdict(params)
     for name, value in param_overrides.items():
         problem = param_problem(value, defaults[name])
+        if (
+            problem is None
+            and name == "max_steps_in_episode"
+            and not np.all(np.asarray(value) >= 1)
+        ):
+            problem = f"must be at least 1, got {value!r}"
         if problem:
             raise ValueError(f"{env_id} parameter {name} {problem}")
     params = params.replace(**param_overrides)

@@ -14,11 +14,15 @@ resume) or a large replay buffer (``buffer``) is left out.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import errno
+import logging
 import math
+import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +77,47 @@ def _abstract(tree: Any) -> Any:
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree)
 
 
+class _FinishingLoop(asyncio.SelectorEventLoop):
+    """An event loop that lets its pending tasks end before it closes.
+
+    Orbax runs a restore's array reads as tasks of a fresh loop and closes the loop as soon as
+    one read fails; the reads still in flight in TensorStore's threads then hand their results
+    to a closed loop, and each prints a ``RuntimeError: Event loop is closed`` traceback. Ending
+    them first (each read finishes or fails on its own, bounded by ``FINISH_S``) leaves nothing
+    to report but the error orbax raises.
+    """
+
+    FINISH_S = 60.0
+
+    def close(self) -> None:
+        if not self.is_closed() and not self.is_running():
+            pending = [task for task in asyncio.all_tasks(self) if not task.done()]
+            if pending:
+                self.run_until_complete(asyncio.wait(pending, timeout=self.FINISH_S))
+        super().close()
+
+
+class _FinishingPolicy(asyncio.DefaultEventLoopPolicy):
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        return _FinishingLoop()
+
+
+@contextlib.contextmanager
+def _orbax_quietly() -> Iterator[None]:
+    """Around orbax calls: event loops that end their reads before closing
+    (``_FinishingLoop``), and orbax's absl log lines held back (routine warnings such as a
+    read-only manager's, and copies of the errors it raises, which the caller reports)."""
+    absl = logging.getLogger("absl")
+    level, policy = absl.level, asyncio.get_event_loop_policy()
+    absl.setLevel(logging.CRITICAL)
+    asyncio.set_event_loop_policy(_FinishingPolicy())
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop_policy(policy)
+        absl.setLevel(level)
+
+
 def _manager(directory: Path, keep_last: int = 1, keep_best: int = 0, read_only: bool = False):
     import orbax.checkpoint as ocp
 
@@ -105,6 +150,9 @@ class Checkpointer:
         keep_last: how many of the most recent checkpoints to keep.
         keep_best: how many of the best (by mean recent return over seeds) to keep as well.
         transient: state fields left out (see the module docstring).
+        metrics: called before each save: makes the run's metrics rows durable and returns the
+            latest chunk's, which the checkpoint carries (``rundir.MetricsWriter.sync``), so a
+            resume can restore rows the file lost.
     """
 
     def __init__(
@@ -114,13 +162,16 @@ class Checkpointer:
         keep_last: int = 3,
         keep_best: int = 1,
         transient: Sequence[str] = (),
+        metrics: Callable[[], list[dict[str, Any]]] | None = None,
     ):
         self.directory = Path(directory)
         self.record = record
         self.transient = tuple(transient)
+        self.metrics = metrics
         self.manager = _manager(self.directory, keep_last, keep_best)
         self.last_saved: int | None = None
-        """Updates done at the latest checkpoint this process saved."""
+        """Updates done at the run's latest checkpoint: the last this process saved, or the
+        one a resumed run continues from."""
 
     def save(
         self,
@@ -150,6 +201,7 @@ class Checkpointer:
             "mean_return": float(mean_return) if finite else None,
             "transient": list(self.transient),
             "sessions": list(sessions),
+            "metrics_rows": self.metrics() if self.metrics is not None else [],
         }
         self.manager.save(
             updates_done,
@@ -202,6 +254,7 @@ def disk_bytes(directory: Path) -> int:
     return sum(f.stat().st_blocks * 512 for f in directory.rglob("*") if f.is_file())
 
 
+@_orbax_quietly()
 def available_steps(run_dir: Path) -> list[int]:
     """Steps of the complete checkpoints of a run, oldest first."""
     directory = checkpoints_dir(run_dir)
@@ -221,6 +274,7 @@ def _read_record(manager: Any, step: int) -> dict[str, Any]:
     return dict(restored.record)
 
 
+@_orbax_quietly()
 def data_parallel_replicas(run_dir: Path, which: str) -> int | None:
     """How many data-parallel replicas checkpoint ``which`` of a run stacks (None: seeds mode,
     or no readable record; ``restore`` then reports the checkpoint). A run keeps its layout
@@ -234,6 +288,7 @@ def data_parallel_replicas(run_dir: Path, which: str) -> int | None:
         manager.close()
 
 
+@_orbax_quietly()
 def best_step(run_dir: Path, steps: Sequence[int]) -> int:
     """The step with the highest recorded mean return (the latest one if none has a return)."""
     manager = _manager(checkpoints_dir(run_dir), read_only=True)
@@ -257,8 +312,7 @@ def resolve_step(run_dir: Path, which: str) -> int:
         CheckpointError: missing run directory, no complete checkpoint, or an unknown step.
     """
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise CheckpointError(f"run directory {run_dir} does not exist")
+    require_run_dir(run_dir)
     steps = available_steps(run_dir)
     if not steps:
         raise CheckpointError(
@@ -274,6 +328,15 @@ def resolve_step(run_dir: Path, which: str) -> int:
             f"no checkpoint {which!r} in {run_dir}; choose latest, best or one of {steps}"
         )
     return int(which)
+
+
+def require_run_dir(run_dir: Path) -> None:
+    """Raises ``CheckpointError`` unless ``run_dir`` is a directory, saying what it is instead."""
+    if run_dir.is_dir():
+        return
+    if run_dir.exists():
+        raise CheckpointError(f"{run_dir} is a file, not a run directory")
+    raise CheckpointError(f"run directory {run_dir} does not exist")
 
 
 def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str) -> None:
@@ -303,6 +366,7 @@ def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str
         )
 
 
+@_orbax_quietly()
 def restore(
     run_dir: Path,
     step: int,
@@ -378,6 +442,9 @@ def _unreadable(step: int, where: str, err: Exception) -> UnreadableCheckpointEr
     )
 
 
+TENSORSTORE_ERROR = re.compile(r"\b([A-Z][A-Z_]+): .*?Error reading \"([^\"/]+)")
+
+
 def plain_reason(err: BaseException) -> str:
     """Why a checkpoint could not be read, in words (orbax and tensorstore raise many types,
     with messages about their internals)."""
@@ -391,24 +458,42 @@ def plain_reason(err: BaseException) -> str:
         return "its record file is not valid JSON (cut short or overwritten?)"
     if any(isinstance(e, FileNotFoundError) for e in chain):
         return "some of its files are missing"
+    for e in chain:  # TensorStore: "<STATUS>: ... Error reading "<array>/.zarray" in ..."
+        found = TENSORSTORE_ERROR.search(str(e))
+        if found:
+            status, array = found.groups()
+            return f"the file holding {array} is cut short or damaged ({status})"
     first = str(chain[0]).strip().splitlines()
     return (first[0] if first else type(chain[0]).__name__)[:200]
 
 
 def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: dict[str, Any]):
     """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) for reading, onto
-    one device whatever layout the run trained with (``restore``'s ``any_layout``).
+    one device whatever layout the run trained with (``restore``'s ``any_layout``). Nothing is
+    written or moved.
 
-    A run still training deletes old checkpoints as it saves new ones, possibly while one is
-    being read; ``latest`` and ``best`` then look again, and an explicit step says it is gone.
+    ``latest`` is the newest checkpoint that can be read, as for a resume: unreadable newer
+    ones are skipped and returned. A run still training deletes old checkpoints as it saves new
+    ones, possibly while one is being read; ``latest`` and ``best`` then look again, and an
+    explicit step says it is gone.
 
     Returns:
-        ``(step, snapshot)``.
+        ``(step, snapshot, skipped)``, ``skipped`` the errors of the newer checkpoints passed
+        over (``latest`` only).
     """
     for _ in range(3):
+        if which == "latest":
+            resolve_step(run_dir, which)  # the run and at least one checkpoint exist
+            try:
+                snapshot, skipped = restore_newest_readable(
+                    run_dir, available_steps(run_dir), fresh_agents, expected, any_layout=True
+                )
+            except UnreadableCheckpointError:
+                continue  # one was deleted while it was read: look again
+            return snapshot.updates_done, snapshot, skipped
         step = resolve_step(run_dir, which)
         try:
-            return step, restore(run_dir, step, fresh_agents, expected, any_layout=True)
+            return step, restore(run_dir, step, fresh_agents, expected, any_layout=True), []
         except UnreadableCheckpointError:
             if (checkpoint_path(run_dir, step)).exists():
                 raise
@@ -423,9 +508,14 @@ def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: dict[s
 
 
 def restore_newest_readable(
-    run_dir: Path, steps: Sequence[int], fresh_agents: Any, expected: dict[str, Any]
+    run_dir: Path,
+    steps: Sequence[int],
+    fresh_agents: Any,
+    expected: dict[str, Any],
+    any_layout: bool = False,
 ) -> tuple[Snapshot, list[UnreadableCheckpointError]]:
-    """Restores the newest of ``steps`` that can be read, skipping unreadable ones.
+    """Restores the newest of ``steps`` that can be read, skipping unreadable ones
+    (``any_layout`` as for ``restore``).
 
     Returns:
         The snapshot, and the errors of the newer checkpoints that were skipped.
@@ -437,8 +527,10 @@ def restore_newest_readable(
     skipped: list[UnreadableCheckpointError] = []
     for step in sorted(steps, reverse=True):
         try:
-            return restore(run_dir, step, fresh_agents, expected), skipped
+            return restore(run_dir, step, fresh_agents, expected, any_layout), skipped
         except UnreadableCheckpointError as err:
+            if not checkpoint_path(run_dir, step).exists():
+                raise  # deleted while it was read (a run still training): not damaged
             skipped.append(err)
     reasons = "; ".join(f"{err.step}: {err.reason}" for err in skipped)
     raise CheckpointError(f"no checkpoint of {run_dir} can be read ({reasons})")

@@ -35,20 +35,27 @@ class LoadedAgents(NamedTuple):
     """Restored agents, stacked over the run's seeds."""
     step: int
     """Updates done at the checkpoint."""
+    skipped: tuple[checkpoint.UnreadableCheckpointError, ...] = ()
+    """Newer checkpoints that could not be read and were passed over (``latest`` only)."""
 
 
 def load_agents(run_dir: Path, which: str = "latest") -> LoadedAgents:
-    """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) of a run.
+    """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) of a run, reading
+    only: ``latest`` is the newest checkpoint that can be read (``LoadedAgents.skipped`` names
+    the newer ones passed over), as a resume would take.
 
     Raises:
-        CheckpointError: no such run, checkpoint, or an unreadable or foreign one.
-        ConfigError: the run's config.json is missing or unreadable, or names an algorithm
-            that is not registered.
+        CheckpointError: no such run (a missing path, a file, a directory without a readable
+            config.json), no such checkpoint, or an unreadable or foreign one.
+        ConfigError: the run's configuration names an algorithm that is not registered or
+            values this version does not accept.
     """
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise checkpoint.CheckpointError(f"run directory {run_dir} does not exist")
-    record = rundir.read_config(run_dir)
+    checkpoint.require_run_dir(run_dir)
+    try:
+        record = rundir.read_config(run_dir)
+    except rundir.NotARunError as err:
+        raise checkpoint.CheckpointError(str(err)) from None
     spec = algos.get(record.algo)
     cfg = record.make_config(spec.config_cls, run_dir)
     # A data-parallel run's replicas each stepped num_envs / D environments; the agents read
@@ -58,8 +65,8 @@ def load_agents(run_dir: Path, which: str = "latest") -> LoadedAgents:
     algo = spec.build(cfg, env)
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
     identity = checkpoint.run_identity(spec.name, cfg)
-    step, snapshot = checkpoint.restore_named(run_dir, which, fresh, identity)
-    return LoadedAgents(spec, cfg, algo, snapshot.agents, step)
+    step, snapshot, skipped = checkpoint.restore_named(run_dir, which, fresh, identity)
+    return LoadedAgents(spec, cfg, algo, snapshot.agents, step, tuple(skipped))
 
 
 def with_trained_obs_stats(env_state: Any, trained_env_state: Any) -> Any:

@@ -11,6 +11,7 @@ NumPy out, so the policy drives any simulator.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,8 @@ def load(
     run_dir: str | Path, checkpoint: str = "latest", seed_index: int = 0, greedy: bool = True
 ) -> Policy:
     """The trained policy of a run directory's checkpoint (``latest``, ``best`` or an update
-    count), for seed ``seed_index`` of the run.
+    count), for seed ``seed_index`` of the run. ``latest`` is the newest readable checkpoint;
+    newer unreadable ones are passed over with a ``UserWarning`` naming each.
 
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
@@ -102,4 +104,6 @@ def load(
     from purerl.run.evaluate import load_agents
 
     run = load_agents(Path(run_dir), checkpoint)
+    for err in run.skipped:
+        warnings.warn(f"skipped checkpoint {err.step}: {err.reason}", stacklevel=2)
     return Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index, greedy)

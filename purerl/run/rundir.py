@@ -27,7 +27,7 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
@@ -317,11 +317,21 @@ class MetricsWriter:
         self.file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self.env_steps_per_update = env_steps_per_update
         self.frame_skip = frame_skip
+        self.last_rows: list[dict[str, Any]] = []
+        """The rows of the latest chunk, which a checkpoint carries (``restore_metrics``)."""
 
     def write(self, report: ChunkReport) -> None:
-        for row in report_rows(report, self.env_steps_per_update, self.frame_skip):
+        self.last_rows = report_rows(report, self.env_steps_per_update, self.frame_skip)
+        for row in self.last_rows:
             self.file.write(json.dumps(row) + "\n")
         self.file.flush()
+
+    def sync(self) -> list[dict[str, Any]]:
+        """Makes the rows written so far durable (a checkpoint is saved only after its rows);
+        returns the latest chunk's rows for the checkpoint to carry."""
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        return self.last_rows
 
     def close(self, summary: Any = None) -> None:
         self.file.close()
@@ -348,25 +358,46 @@ def read_metrics_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def truncate_metrics(run_dir: Path, updates_done: int) -> None:
-    """Drops ``metrics.jsonl`` rows past ``updates_done`` (written after the last checkpoint).
+class MetricsRepair(NamedTuple):
+    restored: list[int]
+    """Updates whose rows were missing or cut short and came back from the checkpoint."""
+    missing: list[int]
+    """Updates up to the checkpoint whose rows are gone for good."""
 
-    A row cut off by a killed process is dropped too. The file is replaced atomically.
+
+def restore_metrics(
+    run_dir: Path, updates_done: int, carried: list[dict[str, Any]]
+) -> MetricsRepair:
+    """Makes ``metrics.jsonl`` hold the rows of updates 1 to ``updates_done`` of a resumed run.
+
+    Rows past ``updates_done`` (written after the checkpoint) and lines that are not whole rows
+    (cut short by a killed process) are dropped; rows the file lacks are restored from
+    ``carried``, the rows of the checkpoint's last chunk (``MetricsWriter.sync``). The file is
+    replaced atomically.
     """
     path = Path(run_dir) / METRICS_FILE
-    if not path.exists():
-        return
-    kept = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    lines: dict[int, str] = {}
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    for line in text.splitlines():
         try:
-            row = json.loads(line)
-        except ValueError:
+            update = json.loads(line)["update"]
+        except (ValueError, TypeError, KeyError):
             continue
-        if row.get("update", 0) <= updates_done:
-            kept.append(line + "\n")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(kept), encoding="utf-8")
-    os.replace(tmp, path)
+        if isinstance(update, int) and 1 <= update <= updates_done:
+            lines.setdefault(update, line)
+    restored = []
+    for row in carried:
+        update = row.get("update")
+        if isinstance(update, int) and 1 <= update <= updates_done and update not in lines:
+            lines[update] = json.dumps(row)
+            restored.append(update)
+    missing = [u for u in range(1, updates_done + 1) if u not in lines]
+    new_text = "".join(lines[u] + "\n" for u in sorted(lines))
+    if new_text != text and (path.exists() or new_text):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(new_text, encoding="utf-8")
+        os.replace(tmp, path)
+    return MetricsRepair(sorted(restored), missing)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,15 @@ from purerl import envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import USER_ERRNOS, ConfigError, flag
 from purerl.core import parallel
-from purerl.core.loop import CheckpointPolicy, Snapshot, TrainResult, init_agents, train
+from purerl.core.loop import (
+    CheckpointPolicy,
+    History,
+    Snapshot,
+    Timing,
+    TrainResult,
+    init_agents,
+    train,
+)
 from purerl.core.report import Sink
 from purerl.envs.base import Environment
 from purerl.options import RESUMABLE, RunOptions
@@ -235,8 +243,7 @@ def run(
 
 def lock_existing(run_dir: Path) -> rundir.RunLock:
     """Locks the run directory a resume continues (raises if it is missing or locked)."""
-    if not run_dir.is_dir():
-        raise checkpoint.CheckpointError(f"run directory {run_dir} does not exist")
+    checkpoint.require_run_dir(run_dir)
     return rundir.RunLock(run_dir).acquire()
 
 
@@ -276,8 +283,20 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
         warn(sinks, f"skipped checkpoint {err.step}: {err.reason}")
     if main:
         moved = [rundir.set_aside_checkpoint(run_dir, err.step) for err in skipped]
-        if start.updates_done < cfg.num_updates:
-            rundir.truncate_metrics(run_dir, start.updates_done)
+        carried = list(start.record.get("metrics_rows", []))
+        repair = rundir.restore_metrics(run_dir, start.updates_done, carried)
+        if repair.restored:
+            warn(
+                sinks,
+                f"restored the metrics rows of updates {spans(repair.restored)} from "
+                f"checkpoint {start.updates_done}",
+            )
+        if repair.missing:
+            warn(
+                sinks,
+                f"metrics.jsonl lacks the rows of updates {spans(repair.missing)}, which "
+                "no checkpoint carries",
+            )
         rundir.record_resume(
             run_dir,
             {
@@ -287,6 +306,8 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
                     for e, m in zip(skipped, moved, strict=True)
                 ],
                 "changed_options": {k: list(v) for k, v in request.option_changes.items()},
+                "restored_metrics_rows": repair.restored,
+                "missing_metrics_rows": repair.missing,
             },
         )
     return start
@@ -301,11 +322,7 @@ def train_and_finish(
 ) -> Outcome:
     cfg, options, spec = setup.cfg, setup.options, setup.request.spec
     if start is not None and start.updates_done >= cfg.num_updates:
-        notify(
-            extra_sinks,
-            f"{run_dir} is already complete ({start.updates_done} updates); nothing to do",
-        )
-        return Outcome(run_dir, rundir.read_summary(run_dir), None, setup.algo)
+        return complete(setup, run_dir, start, extra_sinks)
     verb = (
         f"{cfg.num_updates * cfg.env_steps_per_update:,} steps per seed ({cfg.num_updates} updates)"
         if start is None
@@ -323,7 +340,10 @@ def train_and_finish(
             options.keep_checkpoints,
             options.keep_best,
             setup.transient,
+            metrics=next((s.sync for s in sinks if isinstance(s, rundir.MetricsWriter)), None),
         )
+        if start is not None:
+            saver.last_saved = start.updates_done  # the checkpoint this run continues from
     policy = (
         CheckpointPolicy(saver, options.checkpoint_every, 60.0 * options.checkpoint_minutes)
         if saver
@@ -373,6 +393,46 @@ def train_and_finish(
     return Outcome(run_dir, summary, result, setup.algo, signum)
 
 
+def spans(updates: list[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``1-3, 7``."""
+    parts: list[str] = []
+    start = previous = updates[0]
+    for u in [*updates[1:], None]:
+        if u is not None and u == previous + 1:
+            previous = u
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        if u is not None:
+            start = previous = u
+    return ", ".join(parts)
+
+
+def complete(setup: Setup, run_dir: Path, start: Snapshot, sinks: Sequence[Sink]) -> Outcome:
+    """A resumed run whose final checkpoint is saved: nothing to train. A process stopped
+    between that checkpoint and its last outputs left ``summary.json`` or the learning curves
+    unwritten; they are written now, from the checkpoint (its history and the sessions it
+    records), as that process would have."""
+    summary = rundir.read_summary(run_dir)
+    graphs_there = all(path.is_file() for path in rundir.graph_paths(run_dir))
+    if summary is not None and summary.num_updates == start.updates_done and graphs_there:
+        notify(
+            sinks, f"{run_dir} is already complete ({start.updates_done} updates); nothing to do"
+        )
+        return Outcome(run_dir, summary, None, setup.algo)
+    history = History(start.history)
+    sessions = list(start.record.get("sessions", []))
+    timing = Timing(first_update=start.updates_done, updates_done=start.updates_done)
+    result = TrainResult(
+        start.agents, history.arrays(), history.final_returns(), timing, sessions, False
+    )
+    resumed_from = int(sessions[-1]["first_update"]) if sessions else 0
+    summary = make_summary(setup, result, resumed_from)
+    if parallel.is_main_process():
+        notify(sinks, f"{run_dir} trained all {start.updates_done} updates; writing its outputs")
+        finish(setup, run_dir, summary, result, sinks)
+    return Outcome(run_dir, summary, result, setup.algo)
+
+
 def close_quietly(saver: checkpoint.Checkpointer) -> None:
     """Closes a checkpointer on an error path, where the first error is the one to report."""
     with contextlib.suppress(Exception):  # the error being raised says what went wrong
@@ -391,13 +451,18 @@ def disk_error(err: BaseException, run_dir: Path, setup: Setup) -> ConfigError:
         if steps
         else "no checkpoint was completed"
     )
-    how = setup.request.resume_hint(run_dir)
+    how = (
+        f"continue with: {setup.request.resume_hint(run_dir)}"
+        if steps
+        else f"start the run again (nothing can be resumed; remove {run_dir} or pass another "
+        "--run-dir)"
+    )
     if is_disk_full(err):
         free = shutil.disk_usage(run_dir).free
         return ConfigError(
             f"no space left on the device of {run_dir} ({format_bytes(free)} free, a checkpoint "
             f"needs about {format_bytes(checkpoint_bytes(setup, run_dir, steps))}); {after}: "
-            f"free some space and continue with: {how}"
+            f"free some space and {how}"
         )
     reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
     return ConfigError(f"cannot write to {run_dir}: {reason}; {after}")

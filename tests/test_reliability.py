@@ -153,6 +153,7 @@ def truncate_array_files(checkpoint: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_eval_and_load_take_the_newest_readable_checkpoint_and_change_nothing(run_copy):
     truncate_array_files(rundir.checkpoint_path(run_copy, 6))
     before = snapshot(run_copy)

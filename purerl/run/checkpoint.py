@@ -82,12 +82,18 @@ class _FinishingLoop(asyncio.SelectorEventLoop):
 
     Orbax runs a restore's array reads as tasks of a fresh loop and closes the loop as soon as
     one read fails; the reads still in flight in TensorStore's threads then hand their results
-    to a closed loop, and each prints a ``RuntimeError: Event loop is closed`` traceback. Ending
-    them first (each read finishes or fails on its own, bounded by ``FINISH_S``) leaves nothing
-    to report but the error orbax raises.
+    to a closed loop, and each prints a ``RuntimeError: Event loop is closed`` traceback (the
+    abandoned tasks, when collected, one more each). Ending the tasks first (each read finishes
+    or fails on its own, bounded by ``FINISH_S``), and dropping what still arrives after the
+    close (a result nobody will read), leaves nothing to report but the error orbax raises.
     """
 
     FINISH_S = 60.0
+
+    def call_soon_threadsafe(self, callback: Any, *args: Any, context: Any = None) -> Any:
+        if self.is_closed():
+            return None
+        return super().call_soon_threadsafe(callback, *args, context=context)
 
     def close(self) -> None:
         if not self.is_closed() and not self.is_running():

@@ -81,6 +81,14 @@ MINATAR_UNTUNED = tuple(game for game in MINATAR_GAMES if game != "Breakout-MinA
 """MinAtar games whose presets carry Breakout-MinAtar's settings over (PPO's Asterix lr aside)."""
 
 
+CLEANRL_PPO_MUJOCO = {
+    "HalfCheetah-v4": "1442.64 +- 46.03",
+    "Hopper-v4": "2382.86 +- 271.74",
+    "Walker2d-v4": "2287.95 +- 571.78",
+}
+CLEANRL_PPO_SOURCE = "CleanRL docs, ppo_continuous_action.py, MuJoCo v4 results"
+
+
 def gymnax_blines_ppo(env: str) -> str:
     return f"about {GYMNAX_BLINES_PPO[env]} at 10M steps (gymnax-blines PPO, gymnax README)"
 
@@ -136,6 +144,14 @@ MATRIX = (
     *(
         MatrixRow("pqn", env, "preset, the Breakout-MinAtar settings unchanged", "-")
         for env in MINATAR_UNTUNED
+    ),
+    MatrixRow(
+        "ppo", "HalfCheetah-v4", "preset (CleanRL ppo_continuous_action), MuJoCo through EnvPool",
+        f"{CLEANRL_PPO_MUJOCO['HalfCheetah-v4']} at 1M steps ({CLEANRL_PPO_SOURCE})",
+    ),
+    MatrixRow(
+        "ppo", "Hopper-v4", "preset (CleanRL ppo_continuous_action), MuJoCo through EnvPool",
+        f"{CLEANRL_PPO_MUJOCO['Hopper-v4']} at 1M steps ({CLEANRL_PPO_SOURCE})",
     ),
     MatrixRow(
         "ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",

@@ -5,10 +5,10 @@
 >>> state, step = env.step(key, state, actions, env.default_params)      # step.obs: [4, 4]
 
 Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc), purerl's
-probe environments (``envs/probes.py``), Snake (``envs/snake.py``) and EnvPool's Atari games
-and classic control (``envs/envpool.py``). Nothing is imported until it is needed: importing
-this package loads no environment library and creates no JAX backend; gymnax's ids are read
-the first time an id outside the static lists is looked up.
+probe environments (``envs/probes.py``), Snake (``envs/snake.py``) and EnvPool's Atari games,
+MuJoCo tasks and classic control (``envs/envpool.py``). Nothing is imported until it is
+needed: importing this package loads no environment library and creates no JAX backend;
+gymnax's ids are read the first time an id outside the static lists is looked up.
 """
 
 from __future__ import annotations
@@ -65,6 +65,9 @@ class EnvEntry:
     needs_reset_wrapper: bool = False
     reports_episodes: bool = False
     """The adapter fills ``Step.episode`` itself (EnvPool: raw score over whole games)."""
+    video_options: tuple[tuple[str, Any], ...] = ()
+    """Options that make the environment draw frames for evaluation videos (MuJoCo through
+    EnvPool draws with MuJoCo's renderer only when built to)."""
 
 
 _REGISTRY: dict[str, EnvEntry] = {}
@@ -137,7 +140,13 @@ def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Envir
 
 def _register_static() -> None:
     """Backends whose ids are known without importing anything heavy."""
-    from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
+    from purerl.envs.envpool import (
+        ATARI_GAMES,
+        CLASSIC_IDS,
+        MUJOCO_IDS,
+        MUJOCO_VIDEO_SIZE,
+        PREFIX,
+    )
     from purerl.envs.probes import PROBES
 
     for env_id in PROBES:
@@ -148,6 +157,12 @@ def _register_static() -> None:
     for game in ATARI_GAMES:
         register(f"{game}-v5", atari)
         register(f"{PREFIX}{game}-v5", atari)
+    mujoco = dataclasses.replace(
+        atari, family="MuJoCo (EnvPool)", video_options=(("render_size", MUJOCO_VIDEO_SIZE),)
+    )
+    for env_id in MUJOCO_IDS:
+        register(env_id, mujoco)
+        register(PREFIX + env_id, mujoco)
     classic = dataclasses.replace(atari, family="classic control (EnvPool)")
     for env_id in CLASSIC_IDS:
         register(PREFIX + env_id, classic)
@@ -203,7 +218,8 @@ def make(
         num_seeds: agents an impure backend serves at once (one EnvPool of
             ``num_seeds * num_envs``, stepped under ``vmap`` over seeds); pure ones ignore it.
         **options: backend options (for gymnax: fields of the environment's ``EnvParams``; for
-            Atari: fields of ``purerl.envs.envpool.AtariProtocol``).
+            Atari: fields of ``purerl.envs.envpool.AtariProtocol``; for MuJoCo:
+            ``purerl.envs.envpool.MUJOCO_OPTIONS``).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.

@@ -1,4 +1,4 @@
-"""EnvPool adapter: batched Atari (and classic-control) simulators stepped from inside ``jit``.
+"""EnvPool adapter: batched Atari, MuJoCo and classic-control simulators stepped inside ``jit``.
 
 EnvPool steps its environments on C++ threads; its XLA interface exposes the step as a custom
 call that takes a handle to the pool, so the step sits inside the compiled ``lax.scan`` of a
@@ -28,12 +28,19 @@ Two ways of stepping the pool from inside the compiled rollout, with the same re
 ``step_mode="auto"`` (the default) takes ``xla`` on CPU and, on other platforms, only after a
 start-up check in a child process has run the custom call inside a compiled scan (a failure
 there can abort the process, so it is not tried in this one).
+
+MuJoCo tasks compute in float64: their custom call takes float64 actions and returns float64
+observations and rewards. purerl runs with JAX's 64-bit mode off, so the float64 values exist
+only inside the step: the actions are widened, the call is traced and its outputs narrowed back
+to float32 under a local ``jax.enable_x64`` scope (``_wide_step``), and the rest of the program,
+every other run included, keeps its 32-bit numerics.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import subprocess
 import sys
 import typing
@@ -74,6 +81,15 @@ CLASSIC_IDS = (
 )  # fmt: skip
 """EnvPool's classic-control ids; registered with the prefix ``envpool/`` (gymnax owns the bare
 ones)."""
+MUJOCO_TASKS = (
+    "Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
+    "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d",
+)  # fmt: skip
+"""The MuJoCo tasks of EnvPool 1.2.5, registered as ``<task>-v4`` (Gymnasium's v4 dynamics,
+rewards and observations; the protocol of CleanRL's published MuJoCo results)."""
+MUJOCO_IDS = tuple(f"{task}-v4" for task in MUJOCO_TASKS)
+MUJOCO_VIDEO_SIZE = 240
+"""Height and width of MuJoCo video frames."""
 PREFIX = "envpool/"
 
 
@@ -135,6 +151,70 @@ def is_atari(env_id: str) -> bool:
     return env_id.endswith("-v5") and env_id[: -len("-v5")] in ATARI_GAMES
 
 
+def is_mujoco(env_id: str) -> bool:
+    return env_id.removeprefix(PREFIX) in MUJOCO_IDS
+
+
+MUJOCO_OPTIONS = (
+    "max_episode_steps", "frame_skip", "terminate_when_unhealthy", "ctrl_cost_weight",
+    "forward_reward_weight", "healthy_reward", "reset_noise_scale",
+    "exclude_current_positions_from_observation",
+)  # fmt: skip
+"""EnvPool's MuJoCo settings an ``--env-options`` entry may change (not every task has each)."""
+
+
+@functools.cache
+def mujoco_gl_context(size: int) -> Any:
+    """Makes a headless OpenGL context current for MuJoCo's renderer, once per process.
+
+    EnvPool draws MuJoCo frames into the context current in the calling thread and creates none
+    on Linux. ``MUJOCO_GL`` picks the backend (``egl`` by default: a GPU's driver, or Mesa's
+    software EGL; ``osmesa`` also works without a display).
+
+    Raises:
+        RuntimeError: no backend could be loaded, with what to install.
+    """
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    backend = os.environ["MUJOCO_GL"]
+    try:
+        import mujoco
+
+        context = mujoco.GLContext(size, size)
+        context.make_current()
+    except ImportError as err:
+        raise RuntimeError(
+            f"MuJoCo videos need the mujoco package: pip install 'purerl[mujoco]' ({err})"
+        ) from err
+    except Exception as err:  # each GL backend fails in its own way
+        raise RuntimeError(
+            f"no OpenGL context for MuJoCo frames with MUJOCO_GL={backend} ({err}); install "
+            "libegl1 (or libosmesa6 and set MUJOCO_GL=osmesa), e.g. apt-get install libegl1"
+        ) from err
+    return context
+
+
+def mujoco_kwargs(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Checks ``options`` against the settings of MuJoCo task ``env_id``; returns them.
+
+    Raises:
+        ValueError: an option the task does not take, or a value of the wrong type.
+    """
+    import envpool
+
+    config = envpool.make_spec(env_id.removeprefix(PREFIX)).config._asdict()
+    takes = [name for name in MUJOCO_OPTIONS if name in config]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise ValueError(
+            f"{env_id} takes no option {', '.join(unknown)}; it takes: {', '.join(takes)}"
+        )
+    for name, value in options.items():
+        problem = type_problem(value, type(config[name]))
+        if problem:
+            raise ValueError(f"{env_id} option {name} {problem}")
+    return dict(options)
+
+
 class EnvPoolState(NamedTuple):
     handle: Array
     """The pool's XLA handle; its value never changes, it orders the steps."""
@@ -168,7 +248,17 @@ class EnvPoolEnv:
     spec: EnvSpec
     num_seeds: int
     atari: bool
+    wide: bool = False
+    """The simulator takes float64 actions and returns float64 arrays (MuJoCo)."""
+    render_size: int = 0
+    """Height and width of ``render_live`` frames; 0 when the pool was built without them."""
     pure: bool = False
+
+    def render_live(self, index: int = 0) -> np.ndarray:
+        """uint8 RGB frame ``[H, W, 3]`` of pool environment ``index`` as it is now, drawn by
+        MuJoCo's renderer (pools built with ``render_size``; see ``mujoco_gl_context``)."""
+        mujoco_gl_context(self.render_size)
+        return np.asarray(self.pool.render(env_ids=[index]))[0]
 
     @property
     def step_mode(self) -> str:
@@ -217,7 +307,10 @@ class EnvPoolEnv:
         if self.xla_step is None:
             obs, reward, terminated, truncated, score, lost = self._callback_step(actions)
         else:
-            handle, (obs, reward, terminated, truncated, info) = self.xla_step(handle, actions)
+            step = _wide_step if self.wide else _plain_step
+            handle, (obs, reward, terminated, truncated, info) = step(
+                self.xla_step, handle, actions
+            )
             terminated, truncated = terminated.astype(bool), truncated.astype(bool)
             score = info["reward"] if self.atari else reward
             lost = info["terminated"].astype(bool) if self.atari else terminated
@@ -268,6 +361,24 @@ class EnvPoolEnv:
         # Bound here so each adapter gets its own custom_vmap rules over its own pool.
         object.__setattr__(self, "_reset_obs", _seed_mapped_reset(self))
         object.__setattr__(self, "_step_agents", _seed_mapped_step(self))
+
+
+def _plain_step(xla_step: Any, handle: Array, actions: Array) -> tuple[Array, Any]:
+    return xla_step(handle, actions)
+
+
+def _wide_step(xla_step: Any, handle: Array, actions: Array) -> tuple[Array, Any]:
+    """EnvPool's float64 step inside a 32-bit program: float64 values exist only between the
+    widened actions and the narrowed outputs, traced under a local 64-bit scope."""
+    with jax.enable_x64(True):
+        handle, out = xla_step(handle, actions.astype(jnp.float64))
+        return handle, jax.tree.map(_narrow, out)
+
+
+def _narrow(x: Array) -> Array:
+    narrow = {np.float64: np.float32, np.int64: np.int32, np.uint64: np.uint32}
+    dtype = narrow.get(np.dtype(x.dtype).type)
+    return x if dtype is None else x.astype(dtype)
 
 
 def _seed_mapped_reset(env: EnvPoolEnv):
@@ -342,17 +453,21 @@ def make_envpool(
     num_seeds: int = 1,
     num_threads: int = 0,
     step_mode: StepMode = "auto",
+    render_size: int = 0,
     **options: Any,
 ) -> EnvPoolEnv:
     """Builds a pool for ``num_seeds`` agents of ``num_envs`` environments each.
 
     Args:
-        env_id: an Atari id (``Breakout-v5``) or ``envpool/<classic id>``.
+        env_id: an Atari id (``Breakout-v5``), a MuJoCo id (``HalfCheetah-v4``) or
+            ``envpool/<classic id>``.
         seed: the first agent's seed (see the module docstring for the environment seeds).
         num_threads: EnvPool worker threads (0: one per core, capped at the pool size).
         step_mode: ``xla``, ``callback`` or ``auto`` (see the module docstring); an
             environment option (``--env-options step_mode=callback``).
-        **options: ``AtariProtocol`` fields for Atari ids.
+        render_size: for MuJoCo, build the pool to draw ``render_size`` square frames
+            (``EnvPoolEnv.render_live``; evaluation videos); 0 draws none.
+        **options: ``AtariProtocol`` fields for Atari ids; ``MUJOCO_OPTIONS`` for MuJoCo ids.
 
     Raises:
         ImportError: EnvPool is not installed (with the command that installs it).
@@ -360,17 +475,28 @@ def make_envpool(
     try:
         import envpool
     except ImportError as err:
+        extra = "mujoco" if is_mujoco(env_id) else "atari"
         raise ImportError(
-            f"{env_id} needs EnvPool: pip install 'purerl[atari]' (or pip install envpool)"
+            f"{env_id} needs EnvPool: pip install 'purerl[{extra}]' (or pip install envpool)"
         ) from err
     if step_mode not in STEP_MODES:
         raise ValueError(f"step_mode must be one of {', '.join(STEP_MODES)}, got {step_mode!r}")
     name = env_id.removeprefix(PREFIX)
-    atari = is_atari(name)
+    atari, wide = is_atari(name), is_mujoco(name)
     protocol = AtariProtocol(**options) if atari else None
-    if options and not atari:
+    if atari:
+        kwargs = protocol.envpool_kwargs()
+    elif wide:
+        kwargs = mujoco_kwargs(name, options)
+    elif options:
         raise ValueError(f"{env_id} takes no options, got {', '.join(sorted(options))}")
-    kwargs = protocol.envpool_kwargs() if atari else {}
+    else:
+        kwargs = {}
+    if render_size and not wide:
+        raise ValueError(f"{env_id} takes no render_size: only MuJoCo tasks render frames")
+    if render_size:
+        kwargs = {**kwargs, "render_mode": "rgb_array"}
+        kwargs.update(render_width=render_size, render_height=render_size)
     pool = envpool.make(
         name,
         env_type="gymnasium",
@@ -383,7 +509,9 @@ def make_envpool(
     )
     handle, xla_step = np.zeros((), np.uint8), None
     if step_mode == "xla" or (step_mode == "auto" and xla_step_works()):
-        handle, _, _, xla_step = pool.xla()
+        # In a 64-bit scope EnvPool declares its float64 arrays as such (see _wide_step).
+        with jax.enable_x64(wide):
+            handle, _, _, xla_step = pool.xla()
     obs_shape, obs_dtype, action_space = _spaces(pool)
     spec = EnvSpec(
         id=env_id,
@@ -394,7 +522,8 @@ def make_envpool(
         frame_skip=protocol.frame_skip if atari else 1,
         autoreset="next_step",
     )
-    return EnvPoolEnv(pool, xla_step, np.asarray(handle), spec, num_seeds, atari)
+    handle = np.asarray(handle)
+    return EnvPoolEnv(pool, xla_step, handle, spec, num_seeds, atari, wide, render_size)
 
 
 # The check runs four steps of a two-environment pool: far less than this limit when the custom

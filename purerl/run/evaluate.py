@@ -19,7 +19,7 @@ from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.core.loop import Agent, init_agents
 from purerl.core.types import Array, Key
-from purerl.envs.render import render_frame
+from purerl.envs.render import adapter_state, render_frame
 from purerl.envs.wrappers import NormalizeObsState
 from purerl.run import checkpoint, rundir
 
@@ -143,10 +143,17 @@ def record_episode(
 ) -> Recording:
     """Plays and draws one episode of trained seed ``seed_index``."""
     one_seed = dataclasses.replace(run.cfg, num_seeds=1, seed=run.cfg.seed + seed_index)
+    drawing = envs.lookup(run.cfg.env).video_options
+    if drawing:
+        options = tuple(f"{name}={value}" for name, value in drawing)
+        one_seed = dataclasses.replace(one_seed, env_options=one_seed.env_options + options)
     env = envs.from_config(one_seed, 1)
     params = env.default_params
     agent = jax.tree.map(lambda x: x[seed_index], run.agents)
     reset_key, loop_key = jax.random.split(jax.random.key(seed))
+    base, _ = adapter_state(env, None)
+    if hasattr(base, "render_live"):
+        return record_live(run.algo, env, agent, base, (reset_key, loop_key), greedy, max_steps)
 
     @jax.jit
     def rollout(reset_key, loop_key):
@@ -174,3 +181,40 @@ def record_episode(
     if end is None:
         return Recording(frames, None, None)
     return Recording(frames, float(episode.returns[end, 0]), int(episode.lengths[end, 0]))
+
+
+def record_live(
+    algo: Algo,
+    env: Any,
+    agent: Agent,
+    base: Any,
+    keys: tuple[Key, Key],
+    greedy: bool,
+    max_steps: int,
+) -> Recording:
+    """Plays one episode step by step, drawing the simulator as it is before each action: for
+    environments whose state lives outside JAX (EnvPool's MuJoCo), where frames cannot be drawn
+    from recorded states afterwards."""
+    reset_key, loop_key = keys
+    params = env.default_params
+
+    @jax.jit
+    def reset(key):
+        env_state, obs = env.reset(key, params)
+        return with_trained_obs_stats(env_state, agent.state.env_state), obs
+
+    @jax.jit
+    def step(env_state, obs, key):
+        act_key, step_key = jax.random.split(key)
+        action = algo.act(agent.state, obs, act_key, greedy)
+        env_state, out = env.step(step_key, env_state, action, params)
+        return env_state, out.obs, out.episode
+
+    env_state, obs = reset(reset_key)
+    frames = []
+    for key in jax.random.split(loop_key, max_steps):
+        frames.append(base.render_live())
+        env_state, obs, episode = step(env_state, obs, key)
+        if bool(episode.done[0]):
+            return Recording(frames, float(episode.returns[0]), int(episode.lengths[0]))
+    return Recording(frames, None, None)

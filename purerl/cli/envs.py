@@ -1,6 +1,7 @@
 """``purerl envs [PATTERN...]``: environment ids with their observation and action spaces.
 
-Patterns filter ids by case-insensitive substring (``purerl envs minatar snake``). Spaces are
+Patterns filter ids and families by case-insensitive substring (``purerl envs minatar
+snake``, ``purerl envs mujoco``). Spaces are
 read from each environment as it is built; an EnvPool Atari game's action count is read from
 its ROM, so it is shown when at most ``--atari-detail`` games are listed.
 """
@@ -22,7 +23,7 @@ class EnvsArgs:
     patterns: Annotated[
         tuple[str, ...], tyro.conf.Positional, tyro.conf.arg(metavar="PATTERN")
     ] = ()
-    """Show only ids containing one of these (case-insensitive)."""
+    """Show only ids (or families) containing one of these (case-insensitive)."""
     atari_detail: int = 10
     """Read the action counts of Atari games when at most this many are listed."""
 
@@ -70,21 +71,30 @@ def main(argv: Sequence[str], prog: str) -> int:
     args = parse(EnvsArgs, argv, prog, __doc__)
     from purerl import envs
     from purerl.envs.envpool import PREFIX, is_atari
+    from purerl.envs.mujoco import is_mujoco
+
+    def short_id_exists(name: str) -> bool:
+        return is_atari(name) or is_mujoco(name)
 
     patterns = [p.lower() for p in args.patterns]
-    # EnvPool's Atari games answer to <Game>-v5 and envpool/<Game>-v5: list the short ids.
+
+    def wanted(env_id: str) -> bool:
+        described = f"{env_id} {envs.lookup(env_id).family}".lower()
+        return not patterns or any(p in described for p in patterns)
+
+    # EnvPool's Atari games and MuJoCo tasks answer to <id> and envpool/<id>: list the short ids.
     ids = [
         env_id
         for env_id in envs.list_envs()
-        if not (env_id.startswith(PREFIX) and is_atari(env_id.removeprefix(PREFIX)))
-        and (not patterns or any(p in env_id.lower() for p in patterns))
+        if not (env_id.startswith(PREFIX) and short_id_exists(env_id.removeprefix(PREFIX)))
+        and wanted(env_id)
     ]
     if not ids:
-        raise ConfigError(f"no environment id contains {' or '.join(args.patterns)}")
+        raise ConfigError(f"no environment id or family contains {' or '.join(args.patterns)}")
     detail = sum(is_atari(i) for i in ids) <= args.atari_detail
     print("| id | family | observation | actions |\n|---|---|---|---|")
     for env_id in ids:
         obs, actions = describe_env(env_id, detail)
         print(f"| {env_id} | {envs.lookup(env_id).family} | {obs} | {actions} |", flush=True)
-    print(f"\n{len(ids)} ids; Atari games also answer to {PREFIX}<Game>-v5.")
+    print(f"\n{len(ids)} ids; Atari games and MuJoCo tasks also answer to {PREFIX}<id>.")
     return 0

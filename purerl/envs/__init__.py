@@ -140,13 +140,8 @@ def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Envir
 
 def _register_static() -> None:
     """Backends whose ids are known without importing anything heavy."""
-    from purerl.envs.envpool import (
-        ATARI_GAMES,
-        CLASSIC_IDS,
-        MUJOCO_IDS,
-        MUJOCO_VIDEO_SIZE,
-        PREFIX,
-    )
+    from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
+    from purerl.envs.mujoco import MUJOCO_IDS, MUJOCO_VIDEO_SIZE
     from purerl.envs.probes import PROBES
 
     for env_id in PROBES:
@@ -219,7 +214,7 @@ def make(
             ``num_seeds * num_envs``, stepped under ``vmap`` over seeds); pure ones ignore it.
         **options: backend options (for gymnax: fields of the environment's ``EnvParams``; for
             Atari: fields of ``purerl.envs.envpool.AtariProtocol``; for MuJoCo:
-            ``purerl.envs.envpool.MUJOCO_OPTIONS``).
+            ``purerl.envs.mujoco.MUJOCO_OPTIONS``).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.

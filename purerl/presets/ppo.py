@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 from purerl.algos.ppo import PPOConfig
-from purerl.envs.envpool import ATARI_GAMES, MUJOCO_IDS
+from purerl.envs.envpool import ATARI_GAMES
+from purerl.envs.mujoco import MUJOCO_IDS
 from purerl.presets import MINATAR_GAMES
 
 
@@ -44,7 +45,7 @@ def mujoco_ppo(env_id: str) -> PPOConfig:
     state-independent log standard deviation; observations standardised and rewards scaled by the
     discounted return's deviation, both clipped to [-10, 10]; 1M steps. One difference: the
     Gaussian works in units of the action bounds, which changes nothing on the tasks whose bounds
-    are [-1, 1] (all but Humanoid, HumanoidStandup and Swimmer)."""
+    are [-1, 1] (all but Humanoid, HumanoidStandup, InvertedPendulum and Pusher)."""
     return PPOConfig(
         env=env_id,
         num_envs=1,

@@ -118,7 +118,7 @@ def test_a_mujoco_run_loads_and_evaluates(cheetah_run):
 
 
 def test_missing_mujoco_package_makes_a_video_error_name_the_extra(monkeypatch):
-    from purerl.envs import envpool as adapter
+    from purerl.envs import mujoco as adapter
 
     adapter.mujoco_gl_context.cache_clear()
     monkeypatch.setitem(sys.modules, "mujoco", None)
@@ -130,7 +130,7 @@ def test_missing_mujoco_package_makes_a_video_error_name_the_extra(monkeypatch):
 @pytest.mark.slow
 def test_a_video_shows_mujoco_frames(cheetah_run):
     pytest.importorskip("mujoco", reason="MuJoCo videos need pip install 'purerl[mujoco]'")
-    from purerl.envs import envpool as adapter
+    from purerl.envs import mujoco as adapter
     from purerl.run.evaluate import load_agents, record_episode
 
     try:
@@ -144,3 +144,13 @@ def test_a_video_shows_mujoco_frames(cheetah_run):
     # A rendered scene (sky gradient, floor, body), not a blank or a bar chart of the observation.
     assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > 100
     assert not np.array_equal(frames[0], frames[-1])  # the body moved
+
+
+def test_purerl_envs_lists_the_tasks_by_family_once_each(capsys):
+    from purerl.cli.envs import main
+
+    assert main(["mujoco"], "purerl envs") == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    ids = [row.split(" | ")[0].removeprefix("| ") for row in rows]
+    assert ids == sorted(envs.mujoco.MUJOCO_IDS)
+    assert "| Hopper-v4 | MuJoCo (EnvPool) | 11 float32 | Box(3, [-1, 1]) |" in rows

@@ -78,11 +78,11 @@ def action_space_from(space: Any) -> ActionSpace:
     and ``high``) into ours; bounds are broadcast to the full shape and stored flat.
 
     Raises:
-        InvalidEnvError: a space of another kind (Dict, Tuple, MultiDiscrete...).
+        InvalidEnvError: a space of another kind (Dict, Tuple, MultiDiscrete, MultiBinary).
     """
-    if hasattr(space, "n"):
+    if hasattr(space, "n") and tuple(getattr(space, "shape", ())) == ():
         return Discrete(int(space.n))
-    if not all(hasattr(space, name) for name in ("shape", "low", "high")):
+    if hasattr(space, "n") or not all(hasattr(space, name) for name in ("shape", "low", "high")):
         raise InvalidEnvError(
             f"action space {type(space).__name__} is not one purerl can drive: it acts in one "
             "Discrete space (with n) or one Box (with shape, low, high); flatten the others "

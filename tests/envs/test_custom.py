@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +19,7 @@ from gymnax.environments import spaces
 import purerl
 from purerl import envs
 from purerl.config import ConfigError
+from purerl.envs.base import action_space_from
 from purerl.envs.probes import make_probe
 from purerl.envs.wrappers import AutoReset
 from purerl.run.rundir import default_run_dir
@@ -193,6 +195,19 @@ def test_a_bad_environment_object_is_one_line_naming_the_problem(cls):
     message = str(err.value)
     assert BAD_OBJECTS[cls] in message and "\n" not in message, message
     assert message.startswith(f"object:{__name__}.{cls.__name__}")
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        spaces.Tuple([spaces.Discrete(2), spaces.Discrete(2)]),
+        SimpleNamespace(n=4, shape=(4,)),  # Gymnasium's MultiBinary
+        SimpleNamespace(nvec=(2, 3), shape=(2,)),  # Gymnasium's MultiDiscrete
+    ],
+)
+def test_action_spaces_other_than_one_discrete_or_box_are_refused(space):
+    with pytest.raises(ConfigError, match="is not one purerl can drive"):
+        action_space_from(space)
 
 
 def test_env_takes_no_other_kind_of_object():

@@ -6,7 +6,9 @@ the same object can be stepped under ``jit``, ``vmap`` and ``lax.scan``.
 
 Environments auto-reset: the ``Step`` of a finished episode already carries the first
 observation of the next one in ``obs`` and the observation that ended the episode in
-``final_obs``.
+``final_obs``. A user's object of this interface (one pure environment, ``spec.num_envs``
+None) trains as it is (``envs/custom.py``); one of the gymnax interface goes through
+``envs/gymnax.py``.
 """
 
 from __future__ import annotations

@@ -359,3 +359,5 @@ def test_the_guides_command_line_example_trains_evaluates_resumes_and_loads(mymo
     assert resumed.code == 0 and "already complete" in resumed.stdout, resumed.stderr
     policy = purerl.load(run_dir)
     assert policy(np.float32([3.0])) == 0 and policy(np.float32([-3.0])) == 1
+    with pytest.raises(ConfigError, match="which purerl builds itself; env= is for runs"):
+        purerl.load(run_dir, env=walk())

@@ -56,15 +56,18 @@ class TrainOutput(NamedTuple):
 
 
 def resolve(
-    algo: str, env: str | None, preset: str | None, overrides: dict[str, Any]
+    algo: str, env: Any, preset: str | None, overrides: dict[str, Any]
 ) -> tuple[AlgoSpec, Any, Any]:
     """The algorithm, its configuration and run options from keyword arguments: fields of the
-    algorithm's configuration and of its run options, in any order.
+    algorithm's configuration and of its run options, in any order. An environment object
+    ``env`` becomes its id (``object:<module>.<class>``), with no preset.
 
     Raises:
         ConfigError: an argument that is neither, or a value that does not validate.
     """
     spec = algos.get(algo)
+    if env is not None and not isinstance(env, str):
+        env = envs.custom.object_id(env)
     cfg = spec.base_config(env, preset)
     if env is not None:
         # With a named preset, ``env`` trains that preset on another environment, as ``--preset
@@ -86,7 +89,7 @@ def resolve(
 def train(
     algo: str,
     *,
-    env: str | None = None,
+    env: Any = None,
     preset: str | None = None,
     run_dir: str | Path | None = None,
     progress: bool = False,
@@ -96,7 +99,9 @@ def train(
 
     Args:
         algo: ``"ppo"``, ``"dqn"``, ... (``purerl.algos.names()``).
-        env: environment id; its preset is the starting configuration, as on the command line.
+        env: environment id (its preset is the starting configuration, as on the command
+            line), ``module:factory`` string, or your own environment object or
+            ``(env, params)`` pair (``purerl.envs.custom``; no preset, the defaults apply).
         preset: a named preset instead.
         run_dir: write the usual run directory there (config, metrics, summary, checkpoints,
             learning curves); without it nothing is written.
@@ -113,7 +118,8 @@ def train(
     spec, cfg, options = resolve(algo, env, preset, {**overrides, "progress": progress})
     configure_jax()
     enable_compilation_cache(options.compilation_cache)
-    request = session.TrainRequest(spec, cfg, options, in_memory=run_dir is None)
+    source = None if env is None or isinstance(env, str) else env
+    request = session.TrainRequest(spec, cfg, options, in_memory=run_dir is None, env=source)
     outcome = session.run(request)
     result = outcome.result
     where = None if outcome.run_dir is None else outcome.run_dir.resolve()
@@ -122,8 +128,9 @@ def train(
     )
 
 
-def make_train(cfg: Any) -> Callable[[Key], tuple[Any, Metrics]]:
-    """A pure, jittable ``train(key) -> (state, metrics)`` for configuration ``cfg``.
+def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]]:
+    """A pure, jittable ``train(key) -> (state, metrics)`` for configuration ``cfg``, on
+    ``cfg.env`` or on ``env``, your own environment object or ``(env, params)`` pair.
 
     ``metrics`` are stacked over the ``cfg.num_updates`` updates. ``train`` is a function of
     the key alone, so ``jax.jit(jax.vmap(train))(keys)`` trains one agent per key;
@@ -136,10 +143,10 @@ def make_train(cfg: Any) -> Callable[[Key], tuple[Any, Metrics]]:
             outside JAX (EnvPool).
     """
     spec = algos.for_config(cfg)
-    env = envs.from_config(cfg)
-    if not env.pure:
+    built = envs.from_config(cfg, env=env)
+    if not built.pure:
         raise ConfigError(f"{cfg.env} steps outside JAX (EnvPool): make_train needs a pure env")
-    algo = spec.build(cfg, env)
+    algo = spec.build(cfg, built)
     run_chunk = loop.make_run_chunk(algo, cfg.num_updates)
 
     def train_fn(key: Key) -> tuple[Any, Metrics]:

@@ -52,7 +52,8 @@ class CommonConfig:
     """Settings every algorithm has. Everything here can change the result of a run."""
 
     env: str = "CartPole-v1"
-    """Environment id (`purerl envs` lists them)."""
+    """Environment id (`purerl envs` lists them), or module:function returning your own
+    environment (docs/guide.md, "Your own environment")."""
     num_envs: int = 4
     """Parallel environments per agent."""
     total_timesteps: int = 500_000

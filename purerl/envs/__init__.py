@@ -6,7 +6,8 @@
 
 Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc), purerl's
 probe environments (``envs/probes.py``), Snake (``envs/snake.py``) and EnvPool's Atari games,
-MuJoCo tasks and classic control (``envs/envpool.py``). Nothing is imported until it is
+MuJoCo tasks and classic control (``envs/envpool.py``). Your own environments come as
+``module:factory`` strings or as objects (``envs/custom.py``). Nothing is imported until it is
 needed: importing this package loads no environment library and creates no JAX backend;
 gymnax's ids are read the first time an id outside the static lists is looked up.
 """
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from purerl.config import ConfigError
-from purerl.envs.base import Box, Discrete, Environment, EnvSpec, Step
+from purerl.envs import custom
+from purerl.envs.base import Box, Discrete, Environment, EnvSpec, InvalidEnvError, Step
 from purerl.envs.wrappers import (
     AutoReset,
     ClipAction,
@@ -34,6 +37,7 @@ __all__ = [
     "Discrete",
     "EnvSpec",
     "Environment",
+    "InvalidEnvError",
     "Step",
     "UnknownEnvError",
     "from_config",
@@ -167,13 +171,19 @@ _register_static()
 
 
 def lookup(env_id: str) -> EnvEntry:
-    """The registry entry for ``env_id``.
+    """The registry entry for ``env_id``, or for ``module:factory`` (its module imported).
 
     Raises:
         UnknownEnvError: with the closest registered ids in the message.
+        InvalidEnvError: a factory that cannot be imported, or the id of an environment object.
     """
-    if env_id not in _REGISTRY:
-        _load_gymnax()
+    if env_id in _REGISTRY:
+        return _REGISTRY[env_id]
+    if custom.is_object_id(env_id):
+        raise custom.object_needed(env_id)
+    if custom.is_factory_id(env_id):
+        return EnvEntry(custom.factory_builder(env_id), "custom")
+    _load_gymnax()
     if env_id in _REGISTRY:
         return _REGISTRY[env_id]
     by_lower = {name.lower(): name for name in _REGISTRY}
@@ -183,13 +193,13 @@ def lookup(env_id: str) -> EnvEntry:
     hint = (
         f"did you mean {' or '.join(close)}?"
         if close
-        else "`purerl envs` (purerl.envs.list_envs()) lists them"
+        else "`purerl envs` (purerl.envs.list_envs()) lists them; your own: module:factory"
     )
     raise UnknownEnvError(f"unknown environment id {env_id!r}; {hint}")
 
 
 def make(
-    env_id: str,
+    env: str | Any,
     num_envs: int | None = None,
     *,
     normalize_obs: bool = False,
@@ -199,10 +209,11 @@ def make(
     num_seeds: int = 1,
     **options: Any,
 ) -> Environment:
-    """Builds environment ``env_id``, vectorised over ``num_envs`` copies.
+    """Builds environment ``env``, vectorised over ``num_envs`` copies.
 
     Args:
-        env_id: a registered id (``list_envs()``).
+        env: a registered id (``list_envs()``), a ``module:factory`` string, or an environment
+            object or ``(env, params)`` pair (``purerl.envs.custom``).
         num_envs: parallel environments per ``step``; None for one unbatched environment.
         normalize_obs: standardise observations with running statistics (needs ``num_envs``).
         scale_reward_gamma: divide rewards by the running standard deviation of the return
@@ -219,7 +230,11 @@ def make(
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.
     """
-    entry = lookup(env_id)
+    if isinstance(env, str):
+        env_id, entry = env, lookup(env)
+    else:
+        env_id = custom.object_id(env)
+        entry = EnvEntry(functools.partial(custom.build_from_object, env), "custom")
     if num_envs is not None and num_envs < 1:
         raise ValueError(f"num_envs must be positive, got {num_envs}")
     if entry.batched:
@@ -245,19 +260,21 @@ def make(
     return env
 
 
-def from_config(cfg: Any, num_envs: int | None = None) -> Environment:
+def from_config(cfg: Any, num_envs: int | None = None, env: Any = None) -> Environment:
     """The environment a run of ``cfg`` trains on (``num_envs`` per agent, default
     ``cfg.num_envs``): the one construction the command line, the Python API, evaluation and
-    sweeps share, so options, observation normalisation and seeds are never dropped.
+    sweeps share, so options, observation normalisation and seeds are never dropped. ``env``,
+    an environment object (or ``(env, params)``), is built instead of ``cfg.env``.
 
     Raises:
         UnknownEnvError: ``cfg.env`` is not a registered id.
+        InvalidEnvError: an environment purerl cannot use or find (``envs/custom.py``).
         ConfigError: an ``--env-options`` entry the environment does not take.
     """
     options = cfg.env_kwargs
     try:
         return make(
-            cfg.env,
+            cfg.env if env is None else env,
             cfg.num_envs if num_envs is None else num_envs,
             normalize_obs=cfg.normalize_obs,
             scale_reward_gamma=cfg.gamma if cfg.normalize_reward else None,

@@ -6,7 +6,9 @@ the same object can be stepped under ``jit``, ``vmap`` and ``lax.scan``.
 
 Environments auto-reset: the ``Step`` of a finished episode already carries the first
 observation of the next one in ``obs`` and the observation that ended the episode in
-``final_obs``.
+``final_obs``. A user's object of this interface (one pure environment, ``spec.num_envs``
+None) trains as it is (``envs/custom.py``); one of the gymnax interface goes through
+``envs/gymnax.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.config import ConfigError
 from purerl.core.types import Array, EpisodeStats, Key
 
 S = TypeVar("S")
@@ -67,11 +70,26 @@ class Box:
 ActionSpace = Discrete | Box
 
 
+class InvalidEnvError(ConfigError):
+    """An environment purerl cannot drive or cannot find again; the message says what is wrong
+    and, where it can, the fix."""
+
+
 def action_space_from(space: Any) -> ActionSpace:
     """Converts a gymnax or Gymnasium action space (anything with ``n``, or ``shape``, ``low``
-    and ``high``) into ours; bounds are broadcast to the full shape and stored flat."""
-    if hasattr(space, "n"):
+    and ``high``) into ours; bounds are broadcast to the full shape and stored flat.
+
+    Raises:
+        InvalidEnvError: a space of another kind (Dict, Tuple, MultiDiscrete, MultiBinary).
+    """
+    if hasattr(space, "n") and tuple(getattr(space, "shape", ())) == ():
         return Discrete(int(space.n))
+    if hasattr(space, "n") or not all(hasattr(space, name) for name in ("shape", "low", "high")):
+        raise InvalidEnvError(
+            f"action space {type(space).__name__} is not one purerl can drive: it acts in one "
+            "Discrete space (with n) or one Box (with shape, low, high); flatten the others "
+            "into one of these"
+        )
     shape = tuple(space.shape)
     low = np.broadcast_to(np.asarray(space.low, np.float32), shape).ravel()
     high = np.broadcast_to(np.asarray(space.high, np.float32), shape).ravel()

@@ -1,30 +1,76 @@
-"""Adapter from gymnax (>= 1.0) environments to the purerl interface."""
+"""Adapter from the gymnax environment interface to purerl's: gymnax's own environments and
+any object with the same methods (``purerl.envs.custom``) go through this one module.
+
+The interface: ``reset(key, params) -> (obs, state)``; ``step(key, state, action, params)`` ->
+``(obs, state, reward, terminated, truncated, info)`` as in gymnax >= 1.0, or the older
+``(obs, state, reward, done, info)``; ``observation_space(params)`` and
+``action_space(params)``; ``default_params``. ``step`` auto-resets: a step that ends an episode
+returns the first observation of the next one, and the observation that ended it as
+``info["final_observation"]``. Where ``info`` has no ``final_observation``, purerl cannot
+bootstrap from the observation an episode was cut short at, so every end of an episode counts
+as terminal (no bootstrap), as in gymnax before 1.0.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from purerl.core.types import Array, Key
-from purerl.envs.base import EnvSpec, Step, action_space_from, no_episodes
+from purerl.envs.base import (
+    Discrete,
+    EnvSpec,
+    InvalidEnvError,
+    Step,
+    action_dtype,
+    action_space_from,
+    no_episodes,
+)
+
+STEP_FORMS = "(obs, state, reward, terminated, truncated, info) or (obs, state, reward, done, info)"
+
+
+class GymnaxInterface(Protocol):
+    """What purerl needs of an environment of the gymnax interface (see the module docstring).
+
+    One environment, unbatched: ``obs`` is one array of ``observation_space(params).shape``;
+    ``reward``, ``terminated``, ``truncated`` (or ``done``) are scalars; ``action`` is an int32
+    scalar for a ``Discrete`` action space, a float32 array of its shape for a ``Box``.
+    """
+
+    @property
+    def default_params(self) -> Any: ...
+
+    def reset(self, key: Key, params: Any) -> tuple[Array, Any]: ...
+
+    def step(self, key: Key, state: Any, action: Array, params: Any) -> tuple[Any, ...]: ...
+
+    def observation_space(self, params: Any) -> Any: ...
+
+    def action_space(self, params: Any) -> Any: ...
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class GymnaxEnv:
-    """One gymnax environment.
+    """One environment of the gymnax interface.
 
-    gymnax >= 1.0 auto-resets inside ``step`` and reports the pre-reset observation as
-    ``info["final_observation"]``, which becomes ``Step.final_obs``. Where gymnax flags an
-    episode as both terminated and truncated, termination wins (no bootstrap).
+    ``info["final_observation"]`` becomes ``Step.final_obs``. Where an episode is flagged as
+    both terminated and truncated, termination wins (no bootstrap). ``splits_done`` and
+    ``final_obs_in_info`` say which form ``step`` returns (found by ``adapt_gymnax``).
     """
 
     env: Any
     params: Any
     spec: EnvSpec
     pure: bool = True
+    splits_done: bool = True
+    """``step`` returns terminated and truncated (gymnax >= 1.0), else one ``done``."""
+    final_obs_in_info: bool = True
 
     @property
     def default_params(self) -> Any:
@@ -35,37 +81,164 @@ class GymnaxEnv:
         return state, obs
 
     def step(self, key: Key, state: Any, action: Array, params: Any) -> tuple[Any, Step]:
-        obs, state, reward, terminated, truncated, info = self.env.step(key, state, action, params)
-        reward = jnp.asarray(reward, jnp.float32)
+        out = self.env.step(key, state, action, params)
+        if self.splits_done:
+            obs, state, reward, terminated, truncated, info = out
+        else:
+            obs, state, reward, terminated, info = out
+            truncated = jnp.zeros((), bool)
         terminated = jnp.asarray(terminated, bool)
+        truncated = jnp.asarray(truncated, bool)
+        if self.final_obs_in_info:
+            final_obs = info["final_observation"]
+        else:
+            final_obs, terminated = obs, terminated | truncated
+        reward = jnp.asarray(reward, jnp.float32)
         return state, Step(
             obs=obs,
             reward=reward,
             terminated=terminated,
-            truncated=jnp.asarray(truncated, bool) & ~terminated,
-            final_obs=info["final_observation"],
+            truncated=truncated & ~terminated,
+            final_obs=final_obs,
             valid=jnp.ones((), bool),
             episode=no_episodes(reward),
         )
 
 
 def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
-    """Builds a gymnax environment; keyword arguments override fields of its ``EnvParams``.
-
-    Raises:
-        ValueError: an override names no field of the environment's parameters.
-    """
+    """Builds a gymnax environment; keyword arguments override fields of its ``EnvParams``."""
     import gymnax
 
     env, params = gymnax.make(env_id)
-    unknown = sorted(set(param_overrides) - set(dataclasses.asdict(params)))
+    return adapt_gymnax(env, params, env_id, **param_overrides)
+
+
+def adapt_gymnax(
+    env: GymnaxInterface, params: Any, env_id: str, **param_overrides: Any
+) -> GymnaxEnv:
+    """Adapts ``env`` (of the gymnax interface) with ``params``, checked by tracing ``reset``
+    and ``step`` once with ``jax.eval_shape`` (nothing runs).
+
+    Raises:
+        ValueError: an override names no field of ``params`` or has the wrong kind.
+        InvalidEnvError: ``env`` does not follow the interface (the message says where).
+    """
+    params = with_overrides(params, env_id, param_overrides)
+    name = f"{env_id}: {type(env).__name__}"
+    obs_space = called(f"{name}.observation_space", env.observation_space, params)
+    if not (hasattr(obs_space, "shape") and hasattr(obs_space, "dtype")):
+        raise InvalidEnvError(
+            f"{env_id}: observation_space(params) returns {type(obs_space).__name__}, which has "
+            "no shape and dtype; return one Box (e.g. gymnax.environments.spaces.Box)"
+        )
+    space = called(f"{name}.action_space", env.action_space, params)
+    try:
+        action_space = action_space_from(space)
+    except InvalidEnvError as err:
+        raise InvalidEnvError(f"{env_id}: {err}") from None
+    spec = EnvSpec(
+        id=env_id,
+        obs_shape=tuple(obs_space.shape),
+        obs_dtype=np.dtype(obs_space.dtype).name,
+        action_space=action_space,
+    )
+    splits_done, final_obs_in_info = trace_interface(env, params, spec)
+    return GymnaxEnv(env, params, spec, True, splits_done, final_obs_in_info)
+
+
+def trace_interface(env: Any, params: Any, spec: EnvSpec) -> tuple[bool, bool]:
+    """Checks the values ``reset`` and ``step`` return by their shapes alone; returns whether
+    ``step`` splits terminated from truncated and whether ``info`` has the final observation."""
+    name = f"{spec.id}: {type(env).__name__}"
+    key = jax.eval_shape(jax.random.key, 0)
+    reset = traced(name + ".reset", lambda k: env.reset(k, params), key)
+    if not isinstance(reset, tuple | list) or len(reset) != 2:
+        raise InvalidEnvError(f"{name}.reset returns {count(reset)}; it must return (obs, state)")
+    check_obs(f"{name}.reset", reset[0], spec)
+    space = spec.action_space
+    shape = () if isinstance(space, Discrete) else space.shape
+    action = jax.ShapeDtypeStruct(shape, action_dtype(space))
+    out = traced(name + ".step", lambda k, s, a: env.step(k, s, a, params), key, reset[1], action)
+    if not isinstance(out, tuple | list) or len(out) not in (5, 6):
+        raise InvalidEnvError(f"{name}.step returns {count(out)}; it must return {STEP_FORMS}")
+    check_obs(f"{name}.step", out[0], spec)
+    for what, value in zip(("reward", "terminated", "truncated"), out[2:-1], strict=False):
+        what = what if len(out) == 6 else what.replace("terminated", "done")
+        if getattr(value, "shape", None) != ():
+            raise InvalidEnvError(
+                f"{name}.step returns a {what} of shape {getattr(value, 'shape', value)}; one "
+                "environment's is a scalar (purerl vectorises the environment itself)"
+            )
+    info = out[-1]
+    if not isinstance(info, Mapping):
+        raise InvalidEnvError(f"{name}.step returns info as {type(info).__name__}, not a dict")
+    if "final_observation" in info:
+        check_obs(f"{name}.step's info['final_observation']", info["final_observation"], spec)
+    return len(out) == 6, "final_observation" in info
+
+
+def called(what: str, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, with any error turned into one line naming ``what``."""
+    try:
+        return fn(*args)
+    except Exception as err:
+        raise InvalidEnvError(f"{what} raised {type(err).__name__}: {err}") from err
+
+
+def traced(what: str, fn: Any, *args: Any) -> Any:
+    """``jax.eval_shape(fn, *args)``, with any error turned into one line naming ``what``."""
+    try:
+        return jax.eval_shape(fn, *args)
+    except InvalidEnvError:
+        raise
+    except Exception as err:
+        hint = ""
+        if isinstance(err, jax.errors.ConcretizationTypeError):  # TracerBoolConversionError too
+            hint = " (it must be a JAX function: jnp.where or lax.cond, not Python if, on arrays)"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise InvalidEnvError(
+            f"{what} fails when traced: {type(err).__name__}: {first}{hint}"
+        ) from err
+
+
+def check_obs(what: str, obs: Any, spec: EnvSpec) -> None:
+    if not isinstance(obs, jax.ShapeDtypeStruct):
+        kind = type(obs).__name__
+        raise InvalidEnvError(
+            f"{what} gives observations as a {kind}, not one array; purerl's networks take one "
+            "array (concatenate or flatten the parts)"
+        )
+    if tuple(obs.shape) != spec.obs_shape:
+        raise InvalidEnvError(
+            f"{what} gives observations of shape {tuple(obs.shape)}, but observation_space"
+            f"(params).shape is {spec.obs_shape}; make them agree"
+        )
+
+
+def count(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return f"{len(value)} values"
+    return "one array" if isinstance(value, jax.ShapeDtypeStruct) else type(value).__name__
+
+
+def with_overrides(params: Any, env_id: str, overrides: dict[str, Any]) -> Any:
+    """``params`` with fields replaced by ``overrides``, each checked against its default.
+
+    Raises:
+        ValueError: ``params`` has no such field (or no fields), or a value of the wrong kind.
+    """
+    if not overrides:
+        return params
+    if not dataclasses.is_dataclass(params):
+        raise ValueError(f"{env_id} takes no options: its parameters are not a dataclass")
+    defaults = dataclasses.asdict(params)
+    unknown = sorted(set(overrides) - set(defaults))
     if unknown:
-        fields = ", ".join(sorted(dataclasses.asdict(params)))
+        fields = ", ".join(sorted(defaults))
         raise ValueError(
             f"{env_id} has no parameter {', '.join(unknown)}; its parameters are: {fields}"
         )
-    defaults = dataclasses.asdict(params)
-    for name, value in param_overrides.items():
+    for name, value in overrides.items():
         problem = param_problem(value, defaults[name])
         if (
             problem is None
@@ -75,15 +248,7 @@ def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
             problem = f"must be at least 1, got {value!r}"
         if problem:
             raise ValueError(f"{env_id} parameter {name} {problem}")
-    params = params.replace(**param_overrides)
-    obs_space = env.observation_space(params)
-    spec = EnvSpec(
-        id=env_id,
-        obs_shape=tuple(obs_space.shape),
-        obs_dtype=np.dtype(obs_space.dtype).name,
-        action_space=action_space_from(env.action_space(params)),
-    )
-    return GymnaxEnv(env, params, spec)
+    return dataclasses.replace(params, **overrides)
 
 
 def param_problem(value: Any, default: Any) -> str | None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
+from purerl.config import ConfigError
 from purerl.core.loop import Agent, init_agents
 from purerl.core.types import Array, Key
 from purerl.envs.render import adapter_state, render_frame
@@ -37,18 +38,21 @@ class LoadedAgents(NamedTuple):
     """Updates done at the checkpoint."""
     skipped: tuple[checkpoint.UnreadableCheckpointError, ...] = ()
     """Newer checkpoints that could not be read and were passed over (``latest`` only)."""
+    env: Any = None
+    """The environment object the run trained on, given again (None: ``cfg.env`` builds it)."""
 
 
-def load_agents(run_dir: Path, which: str = "latest") -> LoadedAgents:
+def load_agents(run_dir: Path, which: str = "latest", env: Any = None) -> LoadedAgents:
     """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) of a run, reading
     only: ``latest`` is the newest checkpoint that can be read (``LoadedAgents.skipped`` names
-    the newer ones passed over), as a resume would take.
+    the newer ones passed over), as a resume would take. ``env`` is the environment object of
+    a run trained on one (``cfg.env`` is then ``object:<module>.<class>``).
 
     Raises:
         CheckpointError: no such run (a missing path, a file, a directory without a readable
             config.json), no such checkpoint, or an unreadable or foreign one.
         ConfigError: the run's configuration names an algorithm that is not registered or
-            values this version does not accept.
+            values this version does not accept; ``env`` missing, or not the run's.
     """
     run_dir = Path(run_dir)
     checkpoint.require_run_dir(run_dir)
@@ -58,15 +62,30 @@ def load_agents(run_dir: Path, which: str = "latest") -> LoadedAgents:
         raise checkpoint.CheckpointError(str(err)) from None
     spec = algos.get(record.algo)
     cfg = record.make_config(spec.config_cls, run_dir)
+    check_env_object(run_dir, cfg.env, env)
     # A data-parallel run's replicas each stepped num_envs / D environments; the agents read
     # back keep those shapes (evaluation plays environments of its own).
     replicas = checkpoint.data_parallel_replicas(run_dir, which) or 1
-    env = envs.from_config(cfg, cfg.num_envs // replicas)
-    algo = spec.build(cfg, env)
+    algo = spec.build(cfg, envs.from_config(cfg, cfg.num_envs // replicas, env=env))
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
     identity = checkpoint.run_identity(spec.name, cfg)
     step, snapshot, skipped = checkpoint.restore_named(run_dir, which, fresh, identity)
-    return LoadedAgents(spec, cfg, algo, snapshot.agents, step, tuple(skipped))
+    return LoadedAgents(spec, cfg, algo, snapshot.agents, step, tuple(skipped), env)
+
+
+def check_env_object(run_dir: Path, env_id: str, env: Any) -> None:
+    """Refuses an environment object for a run that trained on none, or on a class of another
+    name (the module may differ: a class trained on in a notebook lives in ``__main__``)."""
+    if env is None:
+        return
+    given = envs.custom.object_id(env)
+    if not envs.custom.is_object_id(env_id):
+        raise ConfigError(
+            f"{run_dir} trained on {env_id}, which purerl builds itself; env= is for runs "
+            "trained on an environment object"
+        )
+    if given.rpartition(".")[2] != env_id.rpartition(".")[2]:
+        raise ConfigError(f"{run_dir} trained on {env_id}, not on {given}")
 
 
 def with_trained_obs_stats(env_state: Any, trained_env_state: Any) -> Any:
@@ -120,7 +139,7 @@ def evaluate(
     run: LoadedAgents, num_episodes: int, seed: int, greedy: bool, max_steps: int
 ) -> Episodes:
     """``num_episodes`` episodes for every seed of ``run``; leaves ``[S, K]``."""
-    env = envs.from_config(run.cfg, num_episodes)
+    env = envs.from_config(run.cfg, num_episodes, env=run.env)
     num_seeds = run.agents.seed.shape[0]
     keys = jax.random.split(jax.random.key(seed), num_seeds)
 
@@ -143,11 +162,11 @@ def record_episode(
 ) -> Recording:
     """Plays and draws one episode of trained seed ``seed_index``."""
     one_seed = dataclasses.replace(run.cfg, num_seeds=1, seed=run.cfg.seed + seed_index)
-    drawing = envs.lookup(run.cfg.env).video_options
+    drawing = () if run.env is not None else envs.lookup(run.cfg.env).video_options
     if drawing:
         options = tuple(f"{name}={value}" for name, value in drawing)
         one_seed = dataclasses.replace(one_seed, env_options=one_seed.env_options + options)
-    env = envs.from_config(one_seed, 1)
+    env = envs.from_config(one_seed, 1, env=run.env)
     params = env.default_params
     agent = jax.tree.map(lambda x: x[seed_index], run.agents)
     reset_key, loop_key = jax.random.split(jax.random.key(seed))

@@ -92,18 +92,24 @@ class Policy:
 
 
 def load(
-    run_dir: str | Path, checkpoint: str = "latest", seed_index: int = 0, greedy: bool = True
+    run_dir: str | Path,
+    checkpoint: str = "latest",
+    seed_index: int = 0,
+    greedy: bool = True,
+    env: Any = None,
 ) -> Policy:
     """The trained policy of a run directory's checkpoint (``latest``, ``best`` or an update
     count), for seed ``seed_index`` of the run. ``latest`` is the newest readable checkpoint;
-    newer unreadable ones are passed over with a ``UserWarning`` naming each.
+    newer unreadable ones are passed over with a ``UserWarning`` naming each. A run trained on
+    an environment object needs it again as ``env`` (a ``module:factory`` run finds its own).
 
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
+        ConfigError: ``env`` missing for a run trained on an object, or not that run's.
     """
     from purerl.run.evaluate import load_agents
 
-    run = load_agents(Path(run_dir), checkpoint)
+    run = load_agents(Path(run_dir), checkpoint, env)
     for err in run.skipped:
         warnings.warn(f"skipped checkpoint {err.step}: {err.reason}", stacklevel=2)
     return Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index, greedy)

@@ -25,6 +25,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -87,7 +88,9 @@ class RunLockedError(ConfigError):
 def default_run_dir(algo: str, env_id: str, root: Path = RUNS_ROOT) -> Path:
     """``runs/<algo>-<env>-<timestamp>``, with a numeric suffix if that exists already."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = root / f"{algo}-{env_id.replace('/', '_')}-{stamp}"
+    # Ids of your own environments hold ':' and maybe '<locals>': kept out of file names.
+    name = re.sub(r"[^\w.-]", "_", env_id)
+    base = root / f"{algo}-{name}-{stamp}"
     candidate, n = base, 1
     while candidate.exists():
         n += 1

@@ -66,6 +66,9 @@ class TrainRequest:
     say how to resume."""
     in_memory: bool = False
     """Train without a run directory: nothing is written, nothing can be resumed."""
+    env: Any = None
+    """An environment object (or ``(env, params)``) to train on, built instead of ``cfg.env``
+    (which names it, ``object:<module>.<class>``)."""
 
     def resume_hint(self, run_dir: Path) -> str:
         return f"{self.command or 'purerl train ' + self.spec.name} --resume {run_dir}"
@@ -142,7 +145,8 @@ def prepare(request: TrainRequest) -> Setup:
     if len(devices) > 1 or options.distributed:
         placement = parallel.make_placement(devices, options.parallel, cfg.num_seeds, cfg.num_envs)
     data_parallel = placement is not None and placement.mode == "data"
-    env = envs.from_config(cfg, cfg.num_envs // placement.num_devices if data_parallel else None)
+    num_envs = cfg.num_envs // placement.num_devices if data_parallel else None
+    env = envs.from_config(cfg, num_envs, env=request.env)
     if placement is not None and not env.pure:
         raise ConfigError(
             f"{cfg.env} runs on EnvPool, whose simulators live in this process: use one device "

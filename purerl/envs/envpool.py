@@ -43,6 +43,7 @@ import functools
 import subprocess
 import sys
 import typing
+import warnings
 from typing import Any, Literal, NamedTuple
 
 import jax
@@ -368,7 +369,10 @@ def _check_seeds(env: EnvPoolEnv, axis_size: int) -> None:
 
 
 def _spaces(pool: Any) -> tuple[tuple[int, ...], str, Any]:
-    obs_space, act_space = pool.observation_space, pool.action_space
+    with warnings.catch_warnings():
+        # Gymnasium warns that float64 bounds become float32 ones; purerl works in float32.
+        warnings.filterwarnings("ignore", message=".*precision lowered by casting to float32")
+        obs_space, act_space = pool.observation_space, pool.action_space
     dtype = "uint8" if obs_space.dtype == np.uint8 else "float32"
     return tuple(obs_space.shape), dtype, action_space_from(act_space)
 

@@ -230,3 +230,21 @@ def train_probes(build, cfg, env_ids: list[str]) -> tuple:
 
     params = jax.jit(jax.vmap(trained))(kinds)
     return env, {e: jax.tree.map(lambda x, i=i: x[i], params) for i, e in enumerate(env_ids)}
+
+
+def roll(env, actions, num_seeds=1):
+    """Steps ``env`` through ``actions`` ``[T, B, ...]`` (or ``[S, T, B, ...]`` for ``num_seeds``
+    agents) inside one jitted scan; returns the first observations and the stacked steps."""
+
+    def run(key, actions):
+        state, obs = env.reset(key, None)
+
+        def body(state, action):
+            return env.step(None, state, action, None)
+
+        return obs, jax.lax.scan(body, state, actions)[1]
+
+    if num_seeds == 1:
+        return jax.jit(run)(jax.random.key(0), actions)
+    keys = jax.random.split(jax.random.key(0), num_seeds)
+    return jax.jit(jax.vmap(run))(keys, actions)

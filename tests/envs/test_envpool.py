@@ -10,29 +10,12 @@ import numpy as np
 import pytest
 
 from purerl import algos, envs
+from tests.helpers import roll
 
 envpool = pytest.importorskip(
     "envpool", reason="needs the atari extra: pip install 'purerl[atari]'"
 )
 pytestmark = pytest.mark.envpool
-
-
-def roll(env, actions, num_seeds=1):
-    """Steps ``env`` through ``actions`` ``[T, B]`` (or ``[S, T, B]``) inside one jitted scan."""
-
-    def run(key, actions):
-        state, obs = env.reset(key, None)
-
-        def body(state, action):
-            state, step = env.step(None, state, action, None)
-            return state, step
-
-        return obs, jax.lax.scan(body, state, actions)[1]
-
-    if num_seeds == 1:
-        return jax.jit(run)(jax.random.key(0), actions)
-    keys = jax.random.split(jax.random.key(0), num_seeds)
-    return jax.jit(jax.vmap(run))(keys, actions)
 
 
 def test_atari_spec_follows_the_protocol_of_the_published_results():

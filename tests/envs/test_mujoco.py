@@ -8,28 +8,12 @@ import numpy as np
 import pytest
 
 from purerl import envs
+from tests.helpers import roll
 
 envpool = pytest.importorskip(
     "envpool", reason="needs the mujoco extra: pip install 'purerl[mujoco]'"
 )
 pytestmark = pytest.mark.envpool
-
-
-def roll(env, actions, num_seeds=1):
-    """Steps ``env`` through ``actions`` ``[T, B, A]`` (or ``[S, T, B, A]``) in one jitted scan."""
-
-    def run(key, actions):
-        state, obs = env.reset(key, None)
-
-        def body(state, action):
-            return env.step(None, state, action, None)
-
-        return obs, jax.lax.scan(body, state, actions)[1]
-
-    if num_seeds == 1:
-        return jax.jit(run)(jax.random.key(0), actions)
-    keys = jax.random.split(jax.random.key(0), num_seeds)
-    return jax.jit(jax.vmap(run))(keys, actions)
 
 
 def random_actions(shape, seed=0):

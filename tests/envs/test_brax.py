@@ -103,6 +103,14 @@ def test_cli_reports_missing_brax_in_one_line(monkeypatch, capsys):
     assert err.startswith("error:") and "pip install 'purerl[brax]'" in err
 
 
+def test_brax_ids_have_ppo_presets():
+    from purerl.presets.ppo import PRESETS
+
+    for name in ("inverted_double_pendulum", "ant", "humanoid"):
+        cfg = PRESETS[f"brax/{name}"]
+        assert cfg.env == f"brax/{name}" and cfg.normalize_obs
+
+
 # With Brax.
 
 

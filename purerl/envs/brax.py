@@ -30,6 +30,7 @@ import inspect
 import io
 import warnings
 import weakref
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import jax
@@ -199,7 +200,7 @@ def make_brax(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     check_env_kwargs(env_id, brax_envs._envs[name], env_kwargs)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), mujoco_warnings_to_python():
         # Brax warns on every system it loads that its pipelines are no longer developed.
         warnings.filterwarnings("ignore", message="Brax System", category=UserWarning)
         try:
@@ -208,6 +209,28 @@ def make_brax(
             raise ValueError(f"{env_id}: {' '.join(str(err).split())}") from err
     check_runs_here(env_id)
     return wrap_brax(env, env_id, episode_length)
+
+
+@contextlib.contextmanager
+def mujoco_warnings_to_python() -> Iterator[None]:
+    """Routes MuJoCo's warnings to Python's ``warnings`` while models load.
+
+    MuJoCo otherwise prints them on stdout (which carries ``purerl envs``'s table) and appends
+    them to ``MUJOCO_LOG.TXT`` in the working directory; Brax's own humanoid model triggers a
+    deprecation one (``settotalmass``), shown like other deprecations only where asked for.
+    """
+    import mujoco
+
+    def warn(message: str) -> None:
+        category = DeprecationWarning if "deprecated" in message else UserWarning
+        warnings.warn(f"MuJoCo: {message.strip()}", category, stacklevel=2)
+
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(warn)
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(previous)
 
 
 def wrap_brax(env: Any, env_id: str, episode_length: int = DEFAULT_EPISODE_LENGTH) -> BraxEnv:
@@ -221,9 +244,14 @@ def wrap_brax(env: Any, env_id: str, episode_length: int = DEFAULT_EPISODE_LENGT
     if episode_length < 1:
         raise ValueError(f"episode_length must be at least 1, got {episode_length}")
     size = int(env.action_size)
+    # Brax's observation_size runs a reset op by op (half a minute for humanoid on a CPU);
+    # tracing one gives the shape in under a second.
+    obs = jax.eval_shape(env.reset, jax.random.key(0)).obs
+    if len(obs.shape) != 1:
+        raise ValueError(f"{env_id}: purerl takes flat observations, got shape {obs.shape}")
     spec = EnvSpec(
         id=env_id,
-        obs_shape=(int(env.observation_size),),
+        obs_shape=tuple(obs.shape),
         obs_dtype="float32",
         action_space=Box((-1.0,) * size, (1.0,) * size, (size,)),
     )

@@ -2,7 +2,8 @@
 
 Tests that step Brax environments skip cleanly without the brax extra; the bookkeeping ones use
 Brax's own trivial ``fast`` environment (a point pushed along a line), whose dynamics the NumPy
-reference below spells out, and the physics ones ``inverted_double_pendulum``.
+reference below spells out, and the physics ones ``inverted_pendulum`` (the smallest model) and
+``inverted_double_pendulum`` (PPO).
 """
 
 import subprocess
@@ -46,10 +47,12 @@ def fast_reference(actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(obs, np.float32), np.asarray(rewards, np.float32)
 
 
-def roll(env, actions, seed=0):
-    """Resets ``env`` and steps it through ``actions`` ``[T, B, A]`` in one jitted scan."""
+def make_roll(env):
+    """``roll(key, actions)``: resets ``env`` and steps it through ``actions`` ``[T, B, A]`` in
+    one jitted scan, compiled once for all keys."""
 
-    def run(key, actions):
+    @jax.jit
+    def roll(key, actions):
         reset_key, loop_key = jax.random.split(key)
         state, obs = env.reset(reset_key, None)
 
@@ -60,7 +63,11 @@ def roll(env, actions, seed=0):
         keys = jax.random.split(loop_key, actions.shape[0])
         return obs, jax.lax.scan(body, state, (keys, actions))[1]
 
-    return jax.jit(run)(jax.random.key(seed), actions)
+    return roll
+
+
+def roll(env, actions, seed=0):
+    return make_roll(env)(jax.random.key(seed), actions)
 
 
 # Without Brax: ids, registry, the install error.
@@ -214,25 +221,26 @@ def test_options_are_checked_before_anything_is_built(brax_envs):
 @pytest.mark.brax
 @pytest.mark.slow
 def test_physics_resets_are_random_and_steps_deterministic(brax_envs):
-    """inverted_double_pendulum under random actions: falls terminate, each reset draws a new
-    start, the same key replays bit for bit and another key does not."""
-    env = envs.make("brax/inverted_double_pendulum", 4, episode_length=30)
+    """inverted_pendulum under random actions: falls terminate, each reset draws a new start,
+    the same key replays bit for bit and another key does not."""
+    env = envs.make("brax/inverted_pendulum", 4, episode_length=30)
     actions = jax.random.uniform(jax.random.key(1), (60, 4, 1), minval=-1.0, maxval=1.0)
-    obs, steps = roll(env, actions, seed=3)
-    again = roll(env, actions, seed=3)
-    obs_other, _ = roll(env, actions, seed=4)
+    run = make_roll(env)
+    obs, steps = run(jax.random.key(3), actions)
+    again = run(jax.random.key(3), actions)
+    obs_other, _ = run(jax.random.key(4), actions)
     for a, b in zip(jax.tree.leaves((obs, steps)), jax.tree.leaves(again), strict=True):
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(obs, obs_other)
     terminated, truncated = np.asarray(steps.terminated), np.asarray(steps.truncated)
     assert terminated.any() and not (terminated & truncated).any()
     done = terminated | truncated
-    # A new episode starts near the upright rest pose, away from where the old one ended.
+    # A new episode starts near the rest pose, away from where the old one ended.
     assert not np.allclose(steps.obs[done], steps.final_obs[done])
     np.testing.assert_array_equal(steps.obs[~done], steps.final_obs[~done])
     starts = np.asarray(steps.obs[done])
     assert len(np.unique(starts.round(6), axis=0)) == len(starts)  # every reset is fresh
-    # A random policy falls within 30 steps: truncations only where no fall came first.
+    # Truncations come at the 30-step limit, falls before it.
     lengths = np.asarray(steps.episode.lengths)[done]
     assert (lengths <= 30).all() and (lengths[truncated[done]] == 30).all()
 

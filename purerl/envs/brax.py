@@ -10,7 +10,9 @@ bare environment (not Brax's training wrappers) and does the episode bookkeeping
   from ``final_obs``; Brax's own ``done`` (a fallen hopper, say) is a *termination*;
 - auto-reset in the same step: a finished episode is replaced by a fresh ``reset`` with a new
   key. Brax's ``AutoResetWrapper`` instead restores each environment's first state of the run
-  (cheaper, but every later episode of an environment then starts from the same state).
+  (cheaper, but every later episode of an environment then starts from the same state). Under
+  ``vmap`` the reset is computed for every environment at every step and selected where an
+  episode ended: about a fifth of the raw stepping time of inverted_double_pendulum on a CPU.
 
 Actions are a ``Box`` of ``action_size`` in ``[-1, 1]``, the control range Brax's environments
 are written for (``envs.make`` clips into it); observations are float32 vectors.
@@ -33,6 +35,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,9 +92,11 @@ class BraxEnv:
     def step(self, key: Key, state: BraxState, action: Array, params: Any) -> tuple[Any, Step]:
         """Advances one step with ``action`` ``[action_size]``, resetting a finished episode.
 
-        ``key`` only seeds the reset: Brax's dynamics are deterministic.
+        ``key`` only seeds the reset: Brax's dynamics are deterministic. The ``Step``'s fields
+        are scalars, its ``obs`` and ``final_obs`` float32 ``[obs_size]``.
         """
         del params
+        chex.assert_shape(action, self.spec.action_space.shape)
         nxt = self.env.step(state.brax_state, action)
         nxt = nxt.replace(obs=nxt.obs.astype(jnp.float32))
         steps = state.steps + 1

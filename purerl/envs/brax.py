@@ -143,10 +143,14 @@ class BraxEnv:
         """The ``mujoco.Renderer`` of this environment's model, made on first use."""
         import mujoco
 
-        try:
-            renderer = mujoco.Renderer(self.env.sys.mj_model, *FRAME_SIZE)
-        except Exception as err:  # MuJoCo raises FatalError, ImportError or RuntimeError here
-            raise RenderError(render_failure(err)) from err
+        # GLFW reports why it cannot start (no display) as Python warnings; they belong in
+        # the one error line rather than above it.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                renderer = mujoco.Renderer(self.env.sys.mj_model, *FRAME_SIZE)
+            except Exception as err:  # MuJoCo raises FatalError, ImportError or RuntimeError
+                raise RenderError(render_failure(err, [str(w.message) for w in caught])) from err
         # Freed with this environment or at exit, while the GL libraries are still loaded
         # (the renderer's own __del__ fails once interpreter shutdown has begun).
         weakref.finalize(self, renderer.close)
@@ -158,12 +162,15 @@ class RenderError(ConfigError, RuntimeError):
     reports it in one line, as the fix is a setting or a system package)."""
 
 
-def render_failure(err: BaseException) -> str:
-    """One line saying why MuJoCo could not render and what to set."""
+def render_failure(err: BaseException, notes: list[str] | None = None) -> str:
+    """One line saying why MuJoCo could not render (``notes``: what the GL library warned
+    first) and what to set."""
     import os
 
     chosen = os.environ.get("MUJOCO_GL") or "unset (glfw, needs a display)"
     why = " ".join(str(err).split())[:200] or type(err).__name__
+    if notes:
+        why = f"{' '.join(notes[0].split())[:120]}; {why}"
     return (
         f"Brax frames need MuJoCo's OpenGL renderer, which failed with MUJOCO_GL {chosen}: {why}; "
         "set MUJOCO_GL=egl (libEGL, e.g. apt-get install libegl1) or MUJOCO_GL=osmesa "

@@ -20,7 +20,8 @@ from purerl import algos
 for name in algos.names():
     algos.get(name).presets  # the presets import the algorithms and EnvPool's game list
 assert not xla_bridge._backends, f"a JAX backend was created: {list(xla_bridge._backends)}"
-heavy = [m for m in ("gymnax", "envpool", "orbax.checkpoint", "ray") if m in sys.modules]
+heavy = ("gymnax", "envpool", "brax", "mujoco", "orbax.checkpoint", "ray")
+heavy = [m for m in heavy if m in sys.modules]
 assert not heavy, f"imported at import time: {heavy}"
 import jax
 assert jax.config.read("jax_cpu_enable_async_dispatch"), "a process setting changed at import"

@@ -10,6 +10,7 @@ min / max return per seed. ``--video out.gif`` also records one episode of ``--s
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,6 +64,10 @@ class EvalArgs:
 
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(EvalArgs, argv, prog, __doc__)
+    if args.video and sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
+        # MuJoCo (Brax's frames) picks its OpenGL backend once, when first imported; without a
+        # display its default (GLFW) cannot start, while EGL renders headless.
+        os.environ.setdefault("MUJOCO_GL", "egl")
     enable_compilation_cache()
     from purerl.run.evaluate import evaluate, load_agents
 

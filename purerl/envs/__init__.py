@@ -5,11 +5,12 @@
 >>> state, step = env.step(key, state, actions, env.default_params)      # step.obs: [4, 4]
 
 Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc), purerl's
-probe environments (``envs/probes.py``), Snake (``envs/snake.py``) and EnvPool's Atari games,
-MuJoCo tasks and classic control (``envs/envpool.py``). Your own environments come as
-``module:factory`` strings or as objects (``envs/custom.py``). Nothing is imported until it is
-needed: importing this package loads no environment library and creates no JAX backend;
-gymnax's ids are read the first time an id outside the static lists is looked up.
+probe environments (``envs/probes.py``), Snake (``envs/snake.py``), EnvPool's Atari games,
+MuJoCo tasks and classic control (``envs/envpool.py``) and Brax's physics environments
+(``envs/brax.py``). Your own environments come as ``module:factory`` strings or as objects
+(``envs/custom.py``). Nothing is imported until it is needed: importing this package loads no
+environment library and creates no JAX backend; gymnax's ids are read the first time an id
+outside the static lists is looked up.
 """
 
 from __future__ import annotations
@@ -142,8 +143,15 @@ def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Envir
     return make_envpool(env_id, num_envs, **options)
 
 
+def _brax_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.brax import make_brax
+
+    return make_brax(env_id, **options)
+
+
 def _register_static() -> None:
     """Backends whose ids are known without importing anything heavy."""
+    from purerl.envs import brax
     from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
     from purerl.envs.mujoco import MUJOCO_IDS, MUJOCO_VIDEO_SIZE
     from purerl.envs.probes import PROBES
@@ -165,6 +173,8 @@ def _register_static() -> None:
     classic = dataclasses.replace(atari, family="classic control (EnvPool)")
     for env_id in CLASSIC_IDS:
         register(PREFIX + env_id, classic)
+    for name in brax.BRAX_ENVS:
+        register(brax.PREFIX + name, EnvEntry(_brax_factory, "Brax"))
 
 
 _register_static()
@@ -225,7 +235,8 @@ def make(
             ``num_seeds * num_envs``, stepped under ``vmap`` over seeds); pure ones ignore it.
         **options: backend options (for gymnax: fields of the environment's ``EnvParams``; for
             Atari: fields of ``purerl.envs.envpool.AtariProtocol``; for MuJoCo:
-            ``purerl.envs.mujoco.MUJOCO_OPTIONS``).
+            ``purerl.envs.mujoco.MUJOCO_OPTIONS``; for Brax: ``backend``, ``episode_length``
+            and the environment's constructor arguments).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.

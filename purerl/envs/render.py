@@ -2,9 +2,10 @@
 
 ``render_frame(env, state, params)`` walks down the wrapper stack to the adapter: Atari shows
 the newest frame of its observation (what the agent sees, 84x84 grayscale); an adapter with its
-own ``render`` (Snake) draws itself; gymnax classic-control and MinAtar states are
-drawn here with a few NumPy primitives (gymnax's own visualiser needs pygame and builds a
-Gymnasium environment per frame); anything else gets a bar chart of its observation.
+own ``render`` draws itself (Snake; Brax through MuJoCo's renderer); gymnax classic-control
+and MinAtar states are drawn here with a few NumPy primitives (gymnax's own visualiser needs
+pygame and builds a Gymnasium environment per frame); anything else gets a bar chart of its
+observation.
 """
 
 from __future__ import annotations

@@ -21,22 +21,55 @@ from benchmarks.device.report import Row
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-@pytest.mark.long
-def test_quick_check_runs_every_check_on_a_cpu_and_writes_both_reports(tmp_path):
+def run_quick_check(tmp_path: Path, *only: str) -> tuple[subprocess.CompletedProcess, Path, float]:
+    """``python -m benchmarks.device --quick`` (``--only`` these groups, if any) on this CPU."""
     out = tmp_path / "report"
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.device", "--quick", "--out", str(out),
          "--bundle", str(tmp_path / "no-bundle"), "--site", str(tmp_path / "site"),
-         "--budget-s", "400"],
+         "--budget-s", "400", *(("--only", *only) if only else ())],
         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
     )  # fmt: skip
-    seconds = time.perf_counter() - start
+    return proc, out, time.perf_counter() - start
+
+
+def read_passing_report(proc: subprocess.CompletedProcess, out: Path) -> tuple[dict, dict]:
+    """The report of a check that exited 0 with every row passing, and its rows by name."""
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads((out / "report.json").read_text())
     rows = data["rows"]
-    names = [row["name"] for row in rows]
+    # On a CPU nothing is skipped (no check here needs a GPU) and nothing fails.
+    assert {row["status"] for row in rows} == {"pass"}, [
+        (row["name"], row.get("error") or row.get("why")) for row in rows if row["status"] != "pass"
+    ]
+    assert data["header"]["mode"] == "quick" and data["header"]["backend"] == "cpu"
+    table = (out / "report.md").read_text()
+    for row in rows:
+        assert f"| {row['name']} | pass |" in table
+    return data, {row["name"]: row for row in rows}
+
+
+@pytest.mark.slow
+def test_quick_check_of_two_groups_installs_runs_and_writes_both_reports(tmp_path):
+    # The suite's share of the device check: the whole path (bundle size, install, the devices
+    # group, groups in their own processes, both reports) through two of its groups. The full
+    # quick check below takes a few minutes and runs with -m device_check.
+    proc, out, _ = run_quick_check(tmp_path, "throughput", "snake")
+    _, by_name = read_passing_report(proc, out)
+    planned = [name for group in ("throughput", "snake") for name in checks.plan(group, True)]
+    assert list(by_name) == ["bundle size", "install", "devices", *planned]
+    assert by_name["devices"]["figures"]["backend"] == "cpu"
+    assert by_name["throughput ppo CartPole-v1 8 envs 2 seeds"]["figures"]["steps_per_s"] > 0
+    assert by_name["throughput ppo CartPole-v1 8 envs 2 seeds"]["figures"]["speedup_vs_reference"]
+
+
+@pytest.mark.slow
+@pytest.mark.device_check
+def test_quick_check_runs_every_check_on_a_cpu_and_writes_both_reports(tmp_path):
+    proc, out, seconds = run_quick_check(tmp_path)
+    data, by_name = read_passing_report(proc, out)
+    names = list(by_name)
     planned = [name for group in checks.GROUPS for name in checks.plan(group, quick=True)]
     for name in ["bundle size", "install", *planned]:
         assert name in names, f"{name} missing from {names}"
@@ -44,26 +77,16 @@ def test_quick_check_runs_every_check_on_a_cpu_and_writes_both_reports(tmp_path)
     assert {"doctor train ppo", "doctor envpool xla", "doctor envpool callback"} <= set(
         doctor_checks
     )
-    # On a CPU nothing is skipped (no check here needs a GPU) and nothing fails.
-    assert {row["status"] for row in rows} == {"pass"}, [
-        (row["name"], row.get("error") or row.get("why")) for row in rows if row["status"] != "pass"
-    ]
-    by_name = {row["name"]: row for row in rows}
     assert by_name["devices"]["figures"]["backend"] == "cpu"
     # Quick mode gives the doctor two CPU devices even on one core, so the split runs.
     assert "doctor seeds over 2 devices" in names
     doctor_text = (out / "doctor.txt").read_text()
     assert "send back:" in doctor_text and "jax 0." in doctor_text
     assert by_name["throughput ppo CartPole-v1 8 envs 2 seeds"]["figures"]["steps_per_s"] > 0
-    assert by_name["throughput ppo CartPole-v1 8 envs 2 seeds"]["figures"]["speedup_vs_reference"]
     assert by_name["atari bench 4 envs"]["figures"]["step_mode"] == "xla"
     assert by_name["atari command 4 envs"]["figures"]["vs_raw_envpool"] > 0
     learning = by_name["learning ppo Breakout-MinAtar"]["figures"]
     assert learning["status"] == "finished" and learning["env_steps_per_seed"] == 8192
-    assert data["header"]["mode"] == "quick" and data["header"]["backend"] == "cpu"
-    table = (out / "report.md").read_text()
-    for name in names:
-        assert f"| {name} | pass |" in table
     assert seconds < 180, f"the quick check took {seconds:.0f} s"
 
 

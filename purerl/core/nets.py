@@ -58,13 +58,16 @@ class MLP(nn.Module):
     dtype: Any = jnp.float32
     layer_norm: bool = False
     """Normalise each hidden layer's pre-activations (LayerNorm, as PQN's networks do)."""
+    orthogonal_init: bool = True
+    """Orthogonal hidden weights (gain sqrt 2); False keeps flax's default (LeCun normal)."""
 
     @nn.compact
     def __call__(self, obs: Array) -> Array:
         x = obs.reshape(obs.shape[0], -1).astype(self.dtype)
         act = ACTIVATIONS[self.activation]
+        init = hidden_init() if self.orthogonal_init else nn.linear.default_kernel_init
         for size in self.hidden_sizes:
-            x = nn.Dense(size, kernel_init=hidden_init(), dtype=self.dtype)(x)
+            x = nn.Dense(size, kernel_init=init, dtype=self.dtype)(x)
             if self.layer_norm:
                 x = nn.LayerNorm(dtype=self.dtype)(x)
             x = act(x)
@@ -317,7 +320,10 @@ class Critic(nn.Module):
     @nn.compact
     def __call__(self, obs: Array, action: Array) -> Array:
         x = jnp.concatenate([obs.reshape(obs.shape[0], -1), action.astype(jnp.float32)], axis=-1)
-        features = MLP(tuple(self.hidden_sizes), self.activation, self.dtype)(x)
+        # Flax's default init, as CleanRL and sbx keep their frameworks' defaults (orthogonal
+        # init, a QR per matrix, would also sit under two vmaps here: seeds and critics).
+        mlp = MLP(tuple(self.hidden_sizes), self.activation, self.dtype, orthogonal_init=False)
+        features = mlp(x)
         return nn.Dense(1, dtype=self.dtype)(features)[..., 0].astype(jnp.float32)
 
 
@@ -350,12 +356,13 @@ def make_continuous_nets(
     stochastic: bool = True,
 ) -> tuple[nn.Module, Critics]:
     """An actor (squashed Gaussian when ``stochastic``, else deterministic) and twin critics,
-    each with its own MLP of ``hidden_sizes`` (vector observations only)."""
+    each with its own MLP of ``hidden_sizes`` (vector observations only), all with flax's
+    default initialisation."""
     box_dim(spec)
     if is_pixels(spec):
         raise TypeError("continuous-action networks take vector observations, not pixels")
 
     dtype = PRECISIONS[precision]
-    torso = MLP(tuple(hidden_sizes), activation, dtype)
+    torso = MLP(tuple(hidden_sizes), activation, dtype, orthogonal_init=False)
     actor_cls = SquashedGaussianActor if stochastic else DeterministicActor
     return actor_cls(spec.action_space, torso), Critics(tuple(hidden_sizes), activation, dtype)

@@ -172,7 +172,9 @@ def test_greedy_acting_is_deterministic_and_shaped_like_the_action_space(name, w
 # ---- every configuration field reaches the program -------------------------------------------
 
 CANDIDATE_ENVS = ("Acrobot-v1", "CartPole-v1")
-"""Environments a changed ``env`` may take (discrete actions, so every algorithm runs them)."""
+"""Environments a changed ``env`` may take when the smoke config's has discrete actions."""
+CONTINUOUS_CANDIDATE_ENVS = ("MountainCarContinuous-v0", "Pendulum-v1")
+"""... and when it has continuous ones (SAC and TD3 run only these)."""
 
 
 def candidates(cfg, field: str, hint) -> list:
@@ -180,7 +182,8 @@ def candidates(cfg, field: str, hint) -> list:
     value = getattr(cfg, field)
     origin = typing.get_origin(hint)
     if field == "env":
-        return [e for e in CANDIDATE_ENVS if e != value]
+        pool = CANDIDATE_ENVS if envs.make(value).spec.discrete else CONTINUOUS_CANDIDATE_ENVS
+        return [e for e in pool if e != value]
     if field == "env_options":
         params = dataclasses.asdict(envs.make(cfg.env).default_params)
         numbers = {k: v for k, v in params.items() if isinstance(v, float) and v > 0}

@@ -20,7 +20,6 @@ import numpy as np
 import optax
 
 from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config, offpolicy
-from purerl.algos.dqn import DQNRunOptions
 from purerl.algos.offpolicy import OffPolicyConfig, ReplayItem
 from purerl.config import require_positive
 from purerl.core import buffers
@@ -30,6 +29,7 @@ from purerl.core.ops.returns import clipped_double_q_targets
 from purerl.core.ops.sgd import fold_in_axis, pmean
 from purerl.core.types import Array, Key, Metrics, PyTree
 from purerl.envs.base import Environment
+from purerl.options import ReplayRunOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,5 +269,5 @@ SPEC = AlgoSpec(
         hidden_sizes=(16,),
         total_timesteps=4 * 8 * 6,
     ),
-    run_options_cls=DQNRunOptions,
+    run_options_cls=ReplayRunOptions,
 )

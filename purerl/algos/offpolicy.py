@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 
 from purerl.config import (
     Activation,
@@ -33,7 +34,8 @@ from purerl.config import (
     require_unit_interval,
 )
 from purerl.core import buffers
-from purerl.core.nets import action_range
+from purerl.core.nets import Critics, action_range
+from purerl.core.ops.losses import critics_loss, masked_mean
 from purerl.core.ops.sgd import fold_in_axis, pmean
 from purerl.core.rollout import PolicyStep, collect
 from purerl.core.types import Array, Key, Metrics, PyTree
@@ -201,8 +203,7 @@ def make_update(
     def skip_learning(state, key: Key, first_gradient_step: Array):
         """What ``learn`` returns, without gradient steps: the state's networks, NaN metrics."""
         *_, metrics = jax.eval_shape(learn, state, key, first_gradient_step)
-        nans = jax.tree.map(lambda m: jnp.full_like(m, jnp.nan), metrics)
-        return state.params, state.target_params, state.opt_state, nans
+        return state.params, state.target_params, state.opt_state, nan_like(metrics)
 
     def iteration(state, iteration_key: Key, index: Array):
         act_key, learn_key = jax.random.split(iteration_key)
@@ -265,3 +266,43 @@ def mean_where_defined(metrics: Metrics) -> Metrics:
         return jnp.where(count > 0, total / jnp.maximum(count, 1), jnp.nan)
 
     return {name: mean(values) for name, values in metrics.items()}
+
+
+def nan_like(metrics: Metrics) -> Metrics:
+    """NaN metrics shaped like ``metrics``: what a skipped step reports (``mean_where_defined``
+    leaves them out)."""
+    return jax.tree.map(lambda m: jnp.full_like(m, jnp.nan), metrics)
+
+
+def critic_loss(
+    critic_params: PyTree, batch: ReplayItem, targets: Array, critics: Critics
+) -> tuple[Array, Metrics]:
+    """Every critic's squared error to the shared targets, summed (``ops.losses.critics_loss``)."""
+    q_values = critics.apply(critic_params, batch.obs, batch.action)
+    loss = critics_loss(q_values, targets, batch.valid)
+    return loss, {"loss/critic": loss, "q/taken": masked_mean(q_values[0], batch.valid)}
+
+
+class CriticStep(NamedTuple):
+    params: PyTree
+    opt_state: Any
+    loss: Array
+    metrics: Metrics
+
+
+def critic_step(
+    critic_params: PyTree,
+    opt_state: Any,
+    batch: ReplayItem,
+    targets: Array,
+    critics: Critics,
+    tx: optax.GradientTransformation,
+    axis_name: str | None = None,
+) -> CriticStep:
+    """One gradient step of the critics towards ``targets`` ``[N]`` (gradients averaged over
+    ``axis_name``)."""
+    (loss, metrics), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+        critic_params, batch, targets, critics
+    )
+    updates, opt_state = tx.update(pmean(grads, axis_name), opt_state)
+    return CriticStep(optax.apply_updates(critic_params, updates), opt_state, loss, metrics)

@@ -24,10 +24,10 @@ from purerl.algos.offpolicy import OffPolicyConfig, ReplayItem
 from purerl.config import require_positive
 from purerl.core import buffers
 from purerl.core.nets import Critics, SquashedGaussianActor, make_continuous_nets
-from purerl.core.ops.losses import critics_loss, masked_mean
+from purerl.core.ops.losses import masked_mean
 from purerl.core.ops.returns import clipped_double_q_targets
 from purerl.core.ops.sgd import fold_in_axis, pmean
-from purerl.core.types import Array, Key, Metrics, PyTree
+from purerl.core.types import Array, Key, PyTree
 from purerl.envs.base import Environment
 from purerl.options import ReplayRunOptions
 
@@ -105,14 +105,6 @@ def optimizers(hparams: SACHparams) -> Optimizers:
 
 def entropy_coefficient(params: SACParams, hparams: SACHparams, autotune: bool) -> Array:
     return hparams.alpha * jnp.exp(params.log_alpha_delta) if autotune else hparams.alpha
-
-
-def critic_loss(
-    critic_params: PyTree, batch: ReplayItem, targets: Array, critics: Critics
-) -> tuple[Array, Metrics]:
-    q_values = critics.apply(critic_params, batch.obs, batch.action)
-    loss = critics_loss(q_values, targets, batch.valid)
-    return loss, {"loss/critic": loss, "q/taken": masked_mean(q_values[0], batch.valid)}
 
 
 def actor_loss(
@@ -207,7 +199,7 @@ def make_sac(
         return (
             state.params,
             state.opt_state,
-            jax.tree.map(lambda m: jnp.full_like(m, jnp.nan), metrics),
+            offpolicy.nan_like(metrics),
         )
 
     def learn_step(state: SACState, batch: ReplayItem, key: Key, gradient_step: Array):
@@ -221,24 +213,21 @@ def make_sac(
         targets = clipped_double_q_targets(
             batch.reward, batch.terminated, next_q, hp.gamma, next_log_prob, alpha
         )
-        (loss, metrics), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            params.critic, batch, targets, critics
+        tx = optimizers(hp).critic
+        critic = offpolicy.critic_step(
+            params.critic, state.opt_state.critic, batch, targets, critics, tx, axis_name
         )
-        updates, critic_opt = optimizers(hp).critic.update(
-            pmean(grads, axis_name), state.opt_state.critic
-        )
-        critic = optax.apply_updates(params.critic, updates)
         state = state._replace(
-            params=params._replace(critic=critic),
-            opt_state=state.opt_state._replace(critic=critic_opt),
+            params=params._replace(critic=critic.params),
+            opt_state=state.opt_state._replace(critic=critic.opt_state),
         )
         update_policy = gradient_step % cfg.policy_frequency == 0
         params, opt_state, policy_metrics = jax.lax.cond(
             update_policy, policy_steps, skip_policy, state, batch, policy_key
         )
         target = optax.incremental_update(params.critic, state.target_params, hp.tau)
-        metrics = {**pmean(metrics, axis_name), **pmean(policy_metrics, axis_name)}
-        return params, target, opt_state, {**metrics, "loss/total": loss}
+        metrics = {**pmean(critic.metrics, axis_name), **pmean(policy_metrics, axis_name)}
+        return params, target, opt_state, {**metrics, "loss/total": critic.loss}
 
     def explore(state: SACState, obs: Array, key: Key) -> Array:
         return actor.apply(state.params.actor, obs).sample(key)

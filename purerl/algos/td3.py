@@ -24,10 +24,10 @@ from purerl.algos.offpolicy import OffPolicyConfig, ReplayItem
 from purerl.config import require_positive
 from purerl.core import buffers
 from purerl.core.nets import Critics, DeterministicActor, action_range, make_continuous_nets
-from purerl.core.ops.losses import critics_loss, masked_mean
+from purerl.core.ops.losses import masked_mean
 from purerl.core.ops.returns import clipped_double_q_targets
 from purerl.core.ops.sgd import fold_in_axis, pmean
-from purerl.core.types import Array, Key, Metrics, PyTree
+from purerl.core.types import Array, Key, PyTree
 from purerl.envs.base import Environment
 from purerl.options import ReplayRunOptions
 
@@ -109,14 +109,6 @@ def smoothed_target_actions(
     return jnp.clip(target_actions + noise, center - half_width, center + half_width)
 
 
-def critic_loss(
-    critic_params: PyTree, batch: ReplayItem, targets: Array, critics: Critics
-) -> tuple[Array, Metrics]:
-    q_values = critics.apply(critic_params, batch.obs, batch.action)
-    loss = critics_loss(q_values, targets, batch.valid)
-    return loss, {"loss/critic": loss, "q/taken": masked_mean(q_values[0], batch.valid)}
-
-
 def actor_loss(
     actor_params: PyTree,
     critic_params: PyTree,
@@ -166,7 +158,7 @@ def make_td3(
 
     def skip_policy(state: TD3State, batch: ReplayItem):
         *_, metrics = jax.eval_shape(policy_step, state, batch)
-        nans = jax.tree.map(lambda m: jnp.full_like(m, jnp.nan), metrics)
+        nans = offpolicy.nan_like(metrics)
         return state.params, state.target_params, state.opt_state, nans
 
     def learn_step(state: TD3State, batch: ReplayItem, key: Key, gradient_step: Array):
@@ -180,22 +172,20 @@ def make_td3(
         )
         next_q = critics.apply(target_params.critic, batch.next_obs, next_actions)
         targets = clipped_double_q_targets(batch.reward, batch.terminated, next_q, hp.gamma)
-        (loss, metrics), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            params.critic, batch, targets, critics
-        )
-        updates, critic_opt = optimizers(hp).critic.update(
-            pmean(grads, axis_name), state.opt_state.critic
+        tx = optimizers(hp).critic
+        critic = offpolicy.critic_step(
+            params.critic, state.opt_state.critic, batch, targets, critics, tx, axis_name
         )
         state = state._replace(
-            params=params._replace(critic=optax.apply_updates(params.critic, updates)),
-            opt_state=state.opt_state._replace(critic=critic_opt),
+            params=params._replace(critic=critic.params),
+            opt_state=state.opt_state._replace(critic=critic.opt_state),
         )
         delayed = gradient_step % cfg.policy_frequency == 0
         params, target, opt_state, policy_metrics = jax.lax.cond(
             delayed, policy_step, skip_policy, state, batch
         )
-        metrics = {**pmean(metrics, axis_name), **pmean(policy_metrics, axis_name)}
-        return params, target, opt_state, {**metrics, "loss/total": loss}
+        metrics = {**pmean(critic.metrics, axis_name), **pmean(policy_metrics, axis_name)}
+        return params, target, opt_state, {**metrics, "loss/total": critic.loss}
 
     def explore(state: TD3State, obs: Array, key: Key) -> Array:
         action = actor.apply(state.params.actor, obs)

@@ -107,6 +107,18 @@ class RunOptions:
         return ()
 
 
+@dataclasses.dataclass(frozen=True)
+class ReplayRunOptions(RunOptions):
+    """Run options, and whether checkpoints hold the replay buffer (DQN, SAC, TD3)."""
+
+    checkpoint_buffer: bool = True
+    """Include the replay buffer in checkpoints (exact resume; off saves space, and a resumed
+    run then refills an empty buffer)."""
+
+    def excluded_state(self) -> tuple[str, ...]:
+        return () if self.checkpoint_buffer else ("buffer",)
+
+
 MAX_CHECKPOINTS_KEPT = 100_000
 """More checkpoints than any disk holds for a run; the bound keeps the number meaningful."""
 MAX_PROCESSES = 1 << 16

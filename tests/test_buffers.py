@@ -108,3 +108,18 @@ def test_jit_and_vmap_over_seeds_match_single_buffers():
     for i in range(3):
         single = fill_and_sample(keys[i])
         np.testing.assert_array_equal(batched["reward"][i], single["reward"])
+
+
+def test_continuous_actions_round_trip_exactly_as_float32_vectors():
+    # SAC and TD3 store [B, A] float32 actions in the same buffer: each sampled action is the
+    # one written with its transition (its reward records step and column), bit for bit.
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-2, 2, size=(6, 2, 3)).astype(np.float32)
+    example_item = {"action": jnp.zeros((2, 3), jnp.float32), "reward": jnp.zeros(2)}
+    buffer = buffers.init_buffer(example_item, 8)
+    rewards = (np.arange(6)[:, None] * 10 + np.arange(2)[None]).astype(np.float32)
+    buffer = buffers.add(buffer, {"action": jnp.asarray(actions), "reward": jnp.asarray(rewards)})
+    sampled = buffers.gather(buffer, buffers.sample_index(buffer, jax.random.key(4), 64))
+    assert sampled["action"].dtype == jnp.float32 and sampled["action"].shape == (64, 3)
+    step, column = np.divmod(np.asarray(sampled["reward"]).astype(int), 10)
+    np.testing.assert_array_equal(sampled["action"], actions[step, column])

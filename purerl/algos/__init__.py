@@ -146,6 +146,8 @@ BUILTIN: dict[str, str] = {
     "ppo": "purerl.algos.ppo",
     "dqn": "purerl.algos.dqn",
     "pqn": "purerl.algos.pqn",
+    "sac": "purerl.algos.sac",
+    "td3": "purerl.algos.td3",
 }
 """Algorithms shipped with purerl: name -> module defining ``SPEC``."""
 

@@ -38,7 +38,7 @@ from purerl.core.rollout import PolicyStep, collect
 from purerl.core.types import Array, Key, Metrics, PyTree
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
-from purerl.options import RunOptions
+from purerl.options import ReplayRunOptions
 
 MAX_DQN_STEPS = 2**31 - 1
 """Environment steps are counted in int32 inside the update."""
@@ -360,16 +360,8 @@ def learning_metrics(metrics: Metrics, learned: Array) -> Metrics:
     return out
 
 
-@dataclasses.dataclass(frozen=True)
-class DQNRunOptions(RunOptions):
-    """Run options, and whether checkpoints hold the replay buffer."""
-
-    checkpoint_buffer: bool = True
-    """Include the replay buffer in checkpoints (exact resume; off saves space, and a resumed
-    run then refills an empty buffer)."""
-
-    def excluded_state(self) -> tuple[str, ...]:
-        return () if self.checkpoint_buffer else ("buffer",)
+DQNRunOptions = ReplayRunOptions
+"""DQN's run options (the replay buffer in checkpoints), shared with SAC and TD3."""
 
 
 SPEC = AlgoSpec(
@@ -389,5 +381,5 @@ SPEC = AlgoSpec(
         hidden_sizes=(16,),
         total_timesteps=4 * 8 * 6,
     ),
-    run_options_cls=DQNRunOptions,
+    run_options_cls=ReplayRunOptions,
 )

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.core.distributions import Categorical, DiagGaussian, Distribution
+from purerl.core.distributions import Categorical, DiagGaussian, Distribution, SquashedGaussian
 from purerl.core.ops.conv import conv2d
 from purerl.core.types import Array
 from purerl.envs.base import ActionSpace, Box, Discrete, EnvSpec
@@ -58,13 +58,16 @@ class MLP(nn.Module):
     dtype: Any = jnp.float32
     layer_norm: bool = False
     """Normalise each hidden layer's pre-activations (LayerNorm, as PQN's networks do)."""
+    orthogonal_init: bool = True
+    """Orthogonal hidden weights (gain sqrt 2); False keeps flax's default (LeCun normal)."""
 
     @nn.compact
     def __call__(self, obs: Array) -> Array:
         x = obs.reshape(obs.shape[0], -1).astype(self.dtype)
         act = ACTIVATIONS[self.activation]
+        init = hidden_init() if self.orthogonal_init else nn.linear.default_kernel_init
         for size in self.hidden_sizes:
-            x = nn.Dense(size, kernel_init=hidden_init(), dtype=self.dtype)(x)
+            x = nn.Dense(size, kernel_init=init, dtype=self.dtype)(x)
             if self.layer_norm:
                 x = nn.LayerNorm(dtype=self.dtype)(x)
             x = act(x)
@@ -257,3 +260,109 @@ def make_q_network(
         raise TypeError(f"a Q-network needs discrete actions, got {spec.action_space}")
     torso = make_torso(spec, hidden_sizes, activation, precision, layer_norm)
     return QNetwork(spec.action_space.num_actions, torso)
+
+
+LOG_STD_BOUNDS = (-5.0, 2.0)
+"""Range of the squashed Gaussian's log standard deviation (CleanRL's sac_continuous_action)."""
+
+
+def box_dim(spec: EnvSpec) -> int:
+    """Flat action dimension of a continuous (Box) action space."""
+    if not isinstance(spec.action_space, Box):
+        raise TypeError(
+            f"continuous-action networks need a Box action space, got {spec.action_space}"
+        )
+    return int(np.prod(spec.action_space.shape))
+
+
+class SquashedGaussianActor(nn.Module):
+    """SAC's policy: an MLP torso, then a mean and a state-dependent log standard deviation,
+    squashed by tanh into the action bounds. The log std passes through tanh and is rescaled to
+    ``LOG_STD_BOUNDS`` (CleanRL's sac_continuous_action, after Haarnoja et al.'s reference)."""
+
+    action_space: Box
+    torso: nn.Module
+
+    @nn.compact
+    def __call__(self, obs: Array) -> SquashedGaussian:
+        features = self.torso(obs)
+        action_dim = int(np.prod(self.action_space.shape))
+        mean = nn.Dense(action_dim, dtype=features.dtype)(features).astype(jnp.float32)
+        log_std = jnp.tanh(nn.Dense(action_dim, dtype=features.dtype)(features).astype(jnp.float32))
+        low, high = LOG_STD_BOUNDS
+        log_std = low + 0.5 * (high - low) * (log_std + 1.0)
+        center, half_width = action_range(self.action_space)
+        return SquashedGaussian(mean, log_std, center, half_width)
+
+
+class DeterministicActor(nn.Module):
+    """TD3's policy: an MLP torso and a tanh output scaled into the action bounds."""
+
+    action_space: Box
+    torso: nn.Module
+
+    @nn.compact
+    def __call__(self, obs: Array) -> Array:
+        features = self.torso(obs)
+        action_dim = int(np.prod(self.action_space.shape))
+        out = nn.Dense(action_dim, dtype=features.dtype)(features).astype(jnp.float32)
+        center, half_width = action_range(self.action_space)
+        return center + half_width * jnp.tanh(out)
+
+
+class Critic(nn.Module):
+    """``Q(s, a)`` ``[N]`` from an MLP over the concatenated observation and action."""
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    activation: str = "relu"
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, obs: Array, action: Array) -> Array:
+        x = jnp.concatenate([obs.reshape(obs.shape[0], -1), action.astype(jnp.float32)], axis=-1)
+        # Flax's default init, as CleanRL and sbx keep their frameworks' defaults (orthogonal
+        # init, a QR per matrix, would also sit under two vmaps here: seeds and critics).
+        mlp = MLP(tuple(self.hidden_sizes), self.activation, self.dtype, orthogonal_init=False)
+        features = mlp(x)
+        return nn.Dense(1, dtype=self.dtype)(features)[..., 0].astype(jnp.float32)
+
+
+class Critics(nn.Module):
+    """An ensemble of ``num_critics`` independent critics (twin critics for 2), evaluated in one
+    vmapped pass: ``Q_e(s, a)`` ``[E, N]``. Parameters carry a leading ``[E]`` axis."""
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    activation: str = "relu"
+    dtype: Any = jnp.float32
+    num_critics: int = 2
+
+    @nn.compact
+    def __call__(self, obs: Array, action: Array) -> Array:
+        ensemble = nn.vmap(
+            Critic,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            axis_size=self.num_critics,
+        )
+        return ensemble(tuple(self.hidden_sizes), self.activation, self.dtype)(obs, action)
+
+
+def make_continuous_nets(
+    spec: EnvSpec,
+    hidden_sizes: Sequence[int],
+    activation: str,
+    precision: str = "fp32",
+    stochastic: bool = True,
+) -> tuple[nn.Module, Critics]:
+    """An actor (squashed Gaussian when ``stochastic``, else deterministic) and twin critics,
+    each with its own MLP of ``hidden_sizes`` (vector observations only), all with flax's
+    default initialisation."""
+    box_dim(spec)
+    if is_pixels(spec):
+        raise TypeError("continuous-action networks take vector observations, not pixels")
+
+    dtype = PRECISIONS[precision]
+    torso = MLP(tuple(hidden_sizes), activation, dtype, orthogonal_init=False)
+    actor_cls = SquashedGaussianActor if stochastic else DeterministicActor
+    return actor_cls(spec.action_space, torso), Critics(tuple(hidden_sizes), activation, dtype)

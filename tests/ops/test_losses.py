@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from purerl.core.ops.losses import (
+    critics_loss,
     masked_mean,
     normalize_advantages,
     ppo_policy_loss,
@@ -134,3 +135,28 @@ def test_huber_by_hand_and_its_gradient_is_clipped():
 def test_td_loss_rejects_unknown_kind():
     with pytest.raises(ValueError, match="td loss must be one of"):
         td_loss(jnp.zeros(2), jnp.zeros(2), jnp.ones(2, bool), "l1")
+
+
+def test_critics_loss_by_hand():
+    # Critic 0 misses targets [1, 2] by [1, 0]: mean 0.5; critic 1 by [0, 2]: mean 2. The third
+    # entry is masked out. Sum 2.5.
+    q = np.array([[2.0, 2.0, 100.0], [1.0, 4.0, -100.0]], np.float32)
+    targets = np.array([1.0, 2.0, 0.0], np.float32)
+    mask = np.array([True, True, False])
+    np.testing.assert_allclose(critics_loss(q, targets, mask), 2.5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_critics_loss_matches_numpy(seed):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(2, 20)).astype(np.float32)
+    targets = rng.normal(size=20).astype(np.float32)
+    mask = rng.random(20) < 0.7
+    m = mask.astype(np.float64)
+    expected = sum((((row - targets) ** 2) * m).sum() / m.sum() for row in q.astype(np.float64))
+    with jax.numpy_rank_promotion("raise"):
+        np.testing.assert_allclose(critics_loss(q, targets, mask), expected, rtol=1e-5)
+        np.testing.assert_allclose(jax.jit(critics_loss)(q, targets, mask), expected, rtol=1e-5)
+    # Each critic's gradient is its own error only: 2 (q - target) m / sum(m).
+    grad = jax.grad(critics_loss)(q, targets, mask)
+    np.testing.assert_allclose(grad, 2 * (q - targets) * m / m.sum(), rtol=1e-5, atol=1e-7)

@@ -96,3 +96,22 @@ def td_loss(q_taken: Array, targets: Array, mask: Array, kind: str = "huber") ->
     else:
         raise ValueError(f"td loss must be one of {TD_LOSSES}, got {kind!r}")
     return masked_mean(per_entry, mask)
+
+
+def critics_loss(q_values: Array, targets: Array, mask: Array) -> Array:
+    """Sum over an ensemble of critics of each one's mean squared error to shared targets, over
+    the valid entries (twin critics: Fujimoto et al. 2018, Haarnoja et al. 2018).
+
+    Args:
+        q_values: ``[E, N]``, one row per critic.
+        targets: ``[N]`` (gradients are not stopped here; targets come stopped).
+        mask: ``[N]`` bool.
+
+    Returns:
+        Scalar ``sum_e mean_n (q_en - target_n)^2`` (full squared error, as CleanRL's
+        ``F.mse_loss``), averaged over entries where ``mask`` is set.
+    """
+    chex.assert_rank(q_values, 2)
+    chex.assert_equal_shape([q_values[0], targets, mask])
+    per_critic = [masked_mean((q - targets) ** 2, mask) for q in q_values]
+    return sum(per_critic[1:], per_critic[0])

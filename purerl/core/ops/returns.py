@@ -129,3 +129,41 @@ def q_learning_targets(
     not_terminal = 1.0 - terminated.astype(jnp.float32)
     targets = rewards.astype(jnp.float32) + gamma * not_terminal * next_value
     return jax.lax.stop_gradient(targets)
+
+
+def clipped_double_q_targets(
+    rewards: Array,
+    terminated: Array,
+    next_q: Array,
+    gamma: float | Array,
+    next_log_prob: Array | None = None,
+    alpha: float | Array = 0.0,
+) -> Array:
+    """Clipped double-Q targets ``r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha *
+    log pi(a' | s'))``.
+
+    TD3 (Fujimoto et al. 2018, eq. 10) takes the minimum over twin target critics at the
+    smoothed target action; SAC (Haarnoja et al. 2018, eq. 3 with the twin critics of its
+    appendix) also subtracts the entropy term of the next action sampled from the policy. A
+    truncated step is not terminated, so it bootstraps from ``s'``, its final observation.
+
+    Args:
+        rewards: ``[N]`` float.
+        terminated: ``[N]`` bool, ``s'`` is terminal.
+        next_q: ``[E, N]`` target-critic values of ``(s', a')``, one row per critic.
+        gamma: discount.
+        next_log_prob: ``[N]`` ``log pi(a' | s')`` for the soft (SAC) target, else None.
+        alpha: entropy coefficient (used with ``next_log_prob``).
+
+    Returns:
+        ``[N]`` float32 targets (no gradient flows through them).
+    """
+    chex.assert_rank([rewards, terminated, next_q], [1, 1, 2])
+    chex.assert_equal_shape([rewards, terminated, next_q[0]])
+    next_value = next_q.min(axis=0)
+    if next_log_prob is not None:
+        chex.assert_equal_shape([next_log_prob, rewards])
+        next_value = next_value - alpha * next_log_prob
+    not_terminal = 1.0 - terminated.astype(jnp.float32)
+    targets = rewards.astype(jnp.float32) + gamma * not_terminal * next_value
+    return jax.lax.stop_gradient(targets)

@@ -28,7 +28,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from purerl.envs.brax import BraxEnv, BraxState, box_spec, check_episode_length
+from purerl.envs.brax import (
+    BraxEnv,
+    BraxState,
+    box_spec,
+    check_episode_length,
+    mujoco_warnings_to_python,
+)
 from purerl.envs.gymnax import param_problem
 
 PLAYGROUND_ENVS = (
@@ -103,7 +109,8 @@ def make_playground(
         episode_length = int(defaults.episode_length)
     check_episode_length(episode_length)
     overrides = {"impl": impl, "episode_length": episode_length, **config_overrides}
-    with contextlib.redirect_stdout(io.StringIO()):
+    # MuJoCo's model warnings (humanoid's deprecated settotalmass) go to Python's warnings.
+    with contextlib.redirect_stdout(io.StringIO()), mujoco_warnings_to_python():
         env = registry.load(name, config_overrides=overrides)
         spec = box_spec(env, env_id)
     return PlaygroundEnv(env, spec, episode_length)

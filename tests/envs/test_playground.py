@@ -62,6 +62,23 @@ def test_missing_playground_is_one_line_naming_the_extra(monkeypatch):
     assert "playground/CartpoleBalance" in message and "\n" not in message
 
 
+def test_cli_reports_missing_playground_in_one_line(monkeypatch, capsys):
+    from purerl.cli import main
+
+    monkeypatch.setitem(sys.modules, "mujoco_playground", None)
+    code = main(["train", "ppo", "--env", "playground/WalkerWalk", "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0, err
+    assert err.startswith("error:") and "pip install 'purerl[playground]'" in err
+
+
+def test_cartpole_balance_has_a_ppo_preset():
+    from purerl.presets.ppo import PRESETS
+
+    cfg = PRESETS["playground/CartpoleBalance"]
+    assert cfg.env == "playground/CartpoleBalance" and cfg.normalize_obs
+
+
 # With Playground.
 
 
@@ -165,14 +182,16 @@ from purerl import envs
 from purerl.envs.brax import RenderError
 from purerl.envs.render import render_frame
 env = envs.make("playground/CartpoleBalance", 1)
-state, obs = env.reset(jax.random.key(0), None)
+# Op by op, an MJX reset takes ~20 s on a CPU and a step seconds; compiled, a few in all.
+state, obs = jax.jit(env.reset)(jax.random.key(0), None)
 try:
     first = render_frame(env, state, None, obs[0])
 except RenderError as err:
     print("no renderer:", err)
     raise SystemExit(0)
+step = jax.jit(env.step)
 for _ in range(10):
-    state, _ = env.step(jax.random.key(1), state, np.ones((1, 1), np.float32), None)
+    state, _ = step(jax.random.key(1), state, np.ones((1, 1), np.float32), None)
 second = render_frame(env, state, None, obs[0])
 assert first.shape == (240, 320, 3) and first.dtype == np.uint8, first.shape
 assert first.std() > 1 and not np.array_equal(first, second)

@@ -245,8 +245,8 @@ def make(
         **options: backend options (for gymnax: fields of the environment's ``EnvParams``; for
             Atari: fields of ``purerl.envs.envpool.AtariProtocol``; for MuJoCo:
             ``purerl.envs.mujoco.MUJOCO_OPTIONS``; for Brax: ``backend``, ``episode_length``
-            and the environment's constructor arguments; for MuJoCo Playground: ``episode_length``,
-            ``impl`` and ``purerl.envs.playground.CONFIG_OPTIONS``).
+            and the environment's constructor arguments; for MuJoCo Playground: ``episode_length``
+            and ``purerl.envs.playground.CONFIG_OPTIONS``).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.

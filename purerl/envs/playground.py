@@ -12,11 +12,14 @@ Playground's locomotion and manipulation tasks) are refused in one line.
 
 The ids ``playground/<Name>`` cover the DeepMind Control suite ports
 (``mujoco_playground.dm_control_suite.ALL_ENVS``), registered without importing Playground
-(``pip install 'purerl[playground]'``). Physics runs on MJX's JAX implementation
-(``impl="jax"``) unless told otherwise: Playground 0.2 defaults to ``warp`` (NVIDIA Warp
-kernels through an XLA foreign call), which on a CPU steps CartpoleBalance about a hundred
-times slower (2.2k against 280k steps/s over 16 environments on two cores). Frames for videos
-are drawn by MuJoCo's renderer from the physics state, as for Brax.
+(``pip install 'purerl[playground]'``). Physics always runs on MJX's JAX implementation
+(``impl="jax"``). Playground 0.2 defaults to ``warp`` (NVIDIA Warp kernels through an XLA
+foreign call), which does not run under purerl's rollout: with a fresh reset traced inside the
+step, under ``vmap`` and ``lax.scan``, tracing fails with JAX's ``UnexpectedTracerError`` (a
+batched ``int32[1]`` escapes the transformation; MJX 3.17.0, warp-lang 1.19.0, JAX 0.10.2, on a
+CPU). It is also about a hundred times slower on a CPU (CartpoleBalance over 16 environments,
+reset outside the scan: 2.2k against 280k steps/s on two cores). Frames for videos are drawn by
+MuJoCo's renderer from the physics state, as for Brax.
 """
 
 from __future__ import annotations
@@ -47,14 +50,13 @@ PLAYGROUND_ENVS = (
 """``mujoco_playground.dm_control_suite.ALL_ENVS`` of playground 0.2.0 (ids
 ``playground/<name>``), listed so ids resolve without importing Playground."""
 PREFIX = "playground/"
-IMPLS = ("jax", "warp")
-"""MJX's physics implementations: pure JAX, or NVIDIA Warp kernels (fast on NVIDIA GPUs)."""
-DEFAULT_IMPL = "jax"
+IMPL = "jax"
+"""MJX's physics implementation, pure JAX (see the module docstring for why not ``warp``)."""
 CONFIG_OPTIONS = ("ctrl_dt", "sim_dt", "njmax", "naconmax")
 """Fields of the environment's Playground config that ``--env-options`` can set (besides
-``episode_length`` and ``impl``). ``action_repeat`` is left out: only Playground's training
-wrapper reads it; ``vision`` turns observations into pixels (Madrona), which purerl does not
-take."""
+``episode_length``). ``action_repeat`` is left out: only Playground's training wrapper reads
+it; ``vision`` turns observations into pixels (Madrona), which purerl does not take; ``impl``
+is fixed (``IMPL``)."""
 
 
 class PlaygroundEnv(BraxEnv):
@@ -81,7 +83,6 @@ def import_playground(env_id: str) -> Any:
 def make_playground(
     env_id: str,
     episode_length: int | None = None,
-    impl: str = DEFAULT_IMPL,
     **config_overrides: Any,
 ) -> PlaygroundEnv:
     """Builds one MuJoCo Playground environment.
@@ -90,7 +91,6 @@ def make_playground(
         env_id: ``playground/<Name>`` with ``<Name>`` one of ``PLAYGROUND_ENVS``.
         episode_length: steps after which an episode is truncated; None takes the environment's
             own (its config's ``episode_length``, 1000 in the Control suite).
-        impl: MJX physics implementation, one of ``IMPLS``.
         **config_overrides: fields of the environment's Playground config named in
             ``CONFIG_OPTIONS`` (``ctrl_dt``, ``sim_dt``, ...), checked against their defaults.
 
@@ -100,15 +100,13 @@ def make_playground(
     """
     registry = import_playground(env_id)
     name = env_id.removeprefix(PREFIX)
-    if impl not in IMPLS:
-        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
     with contextlib.redirect_stdout(io.StringIO()):
         defaults = registry.get_default_config(name)
     check_config_overrides(env_id, defaults, config_overrides)
     if episode_length is None:
         episode_length = int(defaults.episode_length)
     check_episode_length(episode_length)
-    overrides = {"impl": impl, "episode_length": episode_length, **config_overrides}
+    overrides = {"impl": IMPL, "episode_length": episode_length, **config_overrides}
     # MuJoCo's model warnings (humanoid's deprecated settotalmass) go to Python's warnings.
     with contextlib.redirect_stdout(io.StringIO()), mujoco_warnings_to_python():
         env = registry.load(name, config_overrides=overrides)
@@ -121,7 +119,7 @@ def check_config_overrides(env_id: str, defaults: Any, overrides: dict[str, Any]
     its default in the environment's config."""
     unknown = sorted(set(overrides) - set(CONFIG_OPTIONS))
     if unknown:
-        names = ", ".join(["episode_length", "impl", *sorted(CONFIG_OPTIONS)])
+        names = ", ".join(["episode_length", *sorted(CONFIG_OPTIONS)])
         raise ValueError(f"{env_id} has no option {', '.join(unknown)}; its options are: {names}")
     for name, value in overrides.items():
         problem = param_problem(value, defaults[name])

@@ -6,11 +6,12 @@
 
 Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc), purerl's
 probe environments (``envs/probes.py``), Snake (``envs/snake.py``), EnvPool's Atari games,
-MuJoCo tasks and classic control (``envs/envpool.py``) and Brax's physics environments
-(``envs/brax.py``). Your own environments come as ``module:factory`` strings or as objects
-(``envs/custom.py``). Nothing is imported until it is needed: importing this package loads no
-environment library and creates no JAX backend; gymnax's ids are read the first time an id
-outside the static lists is looked up.
+MuJoCo tasks and classic control (``envs/envpool.py``), Brax's physics environments
+(``envs/brax.py``) and MuJoCo Playground's DeepMind Control suite (``envs/playground.py``).
+Your own environments come as ``module:factory`` strings or as objects (``envs/custom.py``).
+Nothing is imported until it is needed: importing this package loads no environment library
+and creates no JAX backend; gymnax's ids are read the first time an id outside the static lists
+is looked up.
 """
 
 from __future__ import annotations
@@ -149,9 +150,15 @@ def _brax_factory(env_id: str, num_envs: int | None, **options: Any) -> Environm
     return make_brax(env_id, **options)
 
 
+def _playground_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.playground import make_playground
+
+    return make_playground(env_id, **options)
+
+
 def _register_static() -> None:
     """Backends whose ids are known without importing anything heavy."""
-    from purerl.envs import brax
+    from purerl.envs import brax, playground
     from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
     from purerl.envs.mujoco import MUJOCO_IDS, MUJOCO_VIDEO_SIZE
     from purerl.envs.probes import PROBES
@@ -175,6 +182,8 @@ def _register_static() -> None:
         register(PREFIX + env_id, classic)
     for name in brax.BRAX_ENVS:
         register(brax.PREFIX + name, EnvEntry(_brax_factory, "Brax"))
+    for name in playground.PLAYGROUND_ENVS:
+        register(playground.PREFIX + name, EnvEntry(_playground_factory, "MuJoCo Playground"))
 
 
 _register_static()
@@ -236,7 +245,8 @@ def make(
         **options: backend options (for gymnax: fields of the environment's ``EnvParams``; for
             Atari: fields of ``purerl.envs.envpool.AtariProtocol``; for MuJoCo:
             ``purerl.envs.mujoco.MUJOCO_OPTIONS``; for Brax: ``backend``, ``episode_length``
-            and the environment's constructor arguments).
+            and the environment's constructor arguments; for MuJoCo Playground: ``episode_length``
+            and ``purerl.envs.playground.CONFIG_OPTIONS``).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.

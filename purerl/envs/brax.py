@@ -63,14 +63,20 @@ class BraxState(NamedTuple):
     """One environment's state."""
 
     brax_state: Any
-    """``brax.envs.State`` of the episode in progress (physics, observation, reward, done)."""
+    """``brax.envs.State`` of the episode in progress (physics, observation, reward, done), or
+    the ``State`` of the same shape of another JAX physics suite (MuJoCo Playground's)."""
     steps: Array
     """int32 steps taken in the episode so far."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class BraxEnv:
-    """One Brax environment, episodes capped at ``episode_length`` steps."""
+    """One Brax environment, episodes capped at ``episode_length`` steps.
+
+    The bookkeeping uses only ``reset(key)``, ``step(state, action)`` and the returned state's
+    ``obs``, ``reward``, ``done`` and ``replace``, so ``envs/playground.py`` reuses it and
+    overrides only where frames come from (``mj_model``, ``joint_state``).
+    """
 
     env: Any
     """The bare ``brax.envs.Env``."""
@@ -130,13 +136,22 @@ class BraxEnv:
         del params
         import mujoco
 
-        pipeline_state = jax.device_get(state.brax_state.pipeline_state)
-        model = self.env.sys.mj_model
+        model = self.mj_model
         data = mujoco.MjData(model)
-        data.qpos, data.qvel = pipeline_state.q, pipeline_state.qd
+        data.qpos, data.qvel = self.joint_state(state)
         mujoco.mj_forward(model, data)
         self.renderer.update_scene(data, camera=-1)
         return np.asarray(self.renderer.render(), np.uint8)
+
+    @property
+    def mj_model(self) -> Any:
+        """The ``mujoco.MjModel`` frames are drawn from."""
+        return self.env.sys.mj_model
+
+    def joint_state(self, state: BraxState) -> tuple[np.ndarray, np.ndarray]:
+        """Joint positions and velocities (``qpos``, ``qvel``) of one environment's physics."""
+        pipeline_state = jax.device_get(state.brax_state.pipeline_state)
+        return pipeline_state.q, pipeline_state.qd
 
     @functools.cached_property
     def renderer(self) -> Any:
@@ -148,7 +163,7 @@ class BraxEnv:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                renderer = mujoco.Renderer(self.env.sys.mj_model, *FRAME_SIZE)
+                renderer = mujoco.Renderer(self.mj_model, *FRAME_SIZE)
             except Exception as err:  # MuJoCo raises FatalError, ImportError or RuntimeError
                 raise RenderError(render_failure(err, [str(w.message) for w in caught])) from err
         # Freed with this environment or at exit, while the GL libraries are still loaded
@@ -172,7 +187,7 @@ def render_failure(err: BaseException, notes: list[str] | None = None) -> str:
     if notes:
         why = f"{' '.join(notes[0].split())[:120]}; {why}"
     return (
-        f"Brax frames need MuJoCo's OpenGL renderer, which failed with MUJOCO_GL {chosen}: {why}; "
+        f"Frames need MuJoCo's OpenGL renderer, which failed with MUJOCO_GL {chosen}: {why}; "
         "set MUJOCO_GL=egl (libEGL, e.g. apt-get install libegl1) or MUJOCO_GL=osmesa "
         "(apt-get install libosmesa6) before starting"
     )
@@ -249,25 +264,46 @@ def wrap_brax(env: Any, env_id: str, episode_length: int = DEFAULT_EPISODE_LENGT
     """Adapts any bare ``brax.envs.Env`` with flat observations (your own too) to purerl.
 
     Raises:
-        ValueError: ``episode_length`` is not a whole number of at least 1.
+        ValueError: ``episode_length`` is not a whole number of at least 1, or the observations
+            are not one flat array.
     """
+    check_episode_length(episode_length)
+    return BraxEnv(env, box_spec(env, env_id), episode_length)
+
+
+def check_episode_length(episode_length: Any) -> None:
+    """Raises ``ValueError`` unless ``episode_length`` is a whole number of at least 1."""
     if isinstance(episode_length, bool) or not isinstance(episode_length, int):
         raise ValueError(f"episode_length must be a whole number, got {episode_length!r}")
     if episode_length < 1:
         raise ValueError(f"episode_length must be at least 1, got {episode_length}")
+
+
+def box_spec(env: Any, env_id: str) -> EnvSpec:
+    """The spec of a JAX physics environment with ``reset(key) -> State(obs, ...)`` and
+    ``action_size`` (Brax's, MuJoCo Playground's): float32 vector observations, a ``Box`` of
+    ``action_size`` in ``[-1, 1]``.
+
+    Raises:
+        ValueError: the observations are a dict or not one flat array.
+    """
     size = int(env.action_size)
     # Brax's observation_size runs a reset op by op (half a minute for humanoid on a CPU);
     # tracing one gives the shape in under a second.
     obs = jax.eval_shape(env.reset, jax.random.key(0)).obs
+    if isinstance(obs, dict):
+        raise ValueError(
+            f"{env_id}: purerl takes one flat observation array, but this environment's "
+            f"observations are a dict ({', '.join(map(str, obs))})"
+        )
     if len(obs.shape) != 1:
         raise ValueError(f"{env_id}: purerl takes flat observations, got shape {obs.shape}")
-    spec = EnvSpec(
+    return EnvSpec(
         id=env_id,
         obs_shape=tuple(obs.shape),
         obs_dtype="float32",
         action_space=Box((-1.0,) * size, (1.0,) * size, (size,)),
     )
-    return BraxEnv(env, spec, episode_length)
 
 
 def env_options(env_class: type) -> dict[str, Any]:

@@ -131,6 +131,13 @@ def test_missing_envpool_names_the_extra(monkeypatch):
         envs.make("Breakout-v5", 2)
 
 
+DISCRETE_ALGOS = [
+    name for name in algos.names() if envs.make(algos.get(name).smoke.env).spec.discrete
+]
+"""The algorithms whose smoke configuration has discrete actions (the others run continuous ones
+only: tests/envs/test_mujoco.py trains them through EnvPool)."""
+
+
 def train_on_breakout(name: str):
     """Three updates of ``name``'s smoke configuration on Breakout-v5, through a fresh pool."""
     import purerl
@@ -148,7 +155,7 @@ first_breakout_run = functools.cache(train_on_breakout)
 
 @pytest.mark.slow
 @pytest.mark.long
-@pytest.mark.parametrize("name", algos.names())
+@pytest.mark.parametrize("name", DISCRETE_ALGOS)
 def test_a_short_run_of_every_algorithm_trains_on_breakout(name):
     first = first_breakout_run(name)
     assert first.summary.total_frames == first.summary.total_env_steps * 4 > 0

@@ -1,5 +1,6 @@
 """MuJoCo tasks through EnvPool: float64 simulators inside a 32-bit program."""
 
+import dataclasses
 import sys
 
 import jax
@@ -7,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import envs
+from purerl import algos, envs
 from tests.helpers import roll
 
 envpool = pytest.importorskip(
@@ -138,3 +139,22 @@ def test_purerl_envs_lists_the_tasks_by_family_once_each(capsys):
     ids = [row.split(" | ")[0].removeprefix("| ") for row in rows]
     assert ids == sorted(envs.mujoco.MUJOCO_IDS)
     assert "| Hopper-v4 | MuJoCo (EnvPool) | 11 float32 | Box(3, [-1, 1]) |" in rows
+
+
+CONTINUOUS_ALGOS = [
+    name for name in algos.names() if not envs.make(algos.get(name).smoke.env).spec.discrete
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONTINUOUS_ALGOS)
+def test_a_short_run_of_every_continuous_algorithm_trains_on_half_cheetah(name):
+    import purerl
+
+    smoke = algos.get(name).smoke
+    fields = {k: v for k, v in dataclasses.asdict(smoke).items() if k != "env"}
+    fields["total_timesteps"] = 3 * smoke.env_steps_per_update
+    result = purerl.train(name, env="HalfCheetah-v4", **fields)
+    assert result.summary.num_updates == 3 and result.summary.total_env_steps > 0
+    losses = [key for key in result.history if key.startswith("loss/")]
+    assert losses and all(np.isfinite(result.history[key][:, -1]).all() for key in losses)

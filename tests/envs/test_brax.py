@@ -1,4 +1,5 @@
-"""The Brax adapter: ids without Brax, the install error, episode bookkeeping, PPO on Brax.
+"""The Brax adapter: ids without Brax, the install error, episode bookkeeping, PPO on Brax, the
+Brax presets of PPO, SAC and TD3.
 
 Tests that step Brax environments skip cleanly without the brax extra; the bookkeeping ones use
 Brax's own trivial ``fast`` environment (a point pushed along a line), whose dynamics the NumPy
@@ -116,6 +117,22 @@ def test_brax_ids_have_ppo_presets():
     for name in ("inverted_double_pendulum", "ant", "humanoid"):
         cfg = PRESETS[f"brax/{name}"]
         assert cfg.env == f"brax/{name}" and cfg.normalize_obs
+
+
+@pytest.mark.parametrize("name", ["sac", "td3"])
+def test_off_policy_algorithms_have_a_brax_preset_listed_in_help(name):
+    # A training run on Brax compiles for about 45 s on two cores (the physics), so the preset is
+    # checked as configuration here; BENCHMARKS.md has its runs.
+    from purerl import algos
+    from purerl.cli.train import description
+
+    spec = algos.get(name)
+    cfg = spec.presets["brax/inverted_double_pendulum"]
+    # normalize_obs would store observations under the statistics of their time in the replay.
+    assert cfg.env == "brax/inverted_double_pendulum" and not cfg.normalize_obs
+    # The last 100 episodes (1,000 steps each once learned) fit after the random steps.
+    assert cfg.num_updates * cfg.env_steps_per_update - cfg.learning_starts > 100 * 1000
+    assert "brax/inverted_double_pendulum" in description(spec, f"purerl train {name}")
 
 
 # With Brax.

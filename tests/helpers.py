@@ -71,6 +71,30 @@ def run_process(
     )
 
 
+def default_level_env() -> dict[str, str]:
+    """The session's environment with XLA's default optimisation level (conftest.py turns it
+    off for the suite's short programs)."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    kept = [f for f in flags if not f.startswith("--xla_backend_optimization_level")]
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(kept)}
+
+
+def learn(run_dir: Path, algo: str, *args: str, timeout: int = 900):
+    """``purerl train ALGO ARGS`` run to the end in its own process, compiled as users' runs
+    are (the learning tests' budgets and thresholds were measured so): its summary."""
+    from purerl.run.rundir import read_summary
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "purerl", "train", algo, *map(str, args),
+         "--run-dir", str(run_dir), "--no-progress"],
+        capture_output=True, text=True, cwd=ROOT, env=default_level_env(), timeout=timeout,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_summary(run_dir)
+    assert summary is not None, proc.stdout[-3000:]
+    return summary
+
+
 def one_error_line(result, message: str) -> None:
     """Exit code 2 and exactly one ``error:`` line on stderr, containing ``message``."""
     stderr = result.stderr

@@ -7,13 +7,16 @@ per seed; the threshold is 400.
 
 import pytest
 
-import purerl
+from tests.helpers import learn
 
 
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.learning
-def test_cartpole_reaches_400_within_500k_steps():
-    result = purerl.train("dqn", env="CartPole-v1", num_seeds=2, total_timesteps=500_000)
-    assert result.summary.env_steps_per_seed <= 500_000
-    assert result.summary.final_mean_return >= 400, result.summary.per_seed_final_return
+def test_cartpole_reaches_400_within_500k_steps(tmp_path):
+    summary = learn(
+        tmp_path / "run", "dqn", "--env", "CartPole-v1", "--num-seeds", "2",
+        "--total-timesteps", "500000",
+    )  # fmt: skip
+    assert summary.env_steps_per_seed <= 500_000
+    assert summary.final_mean_return >= 400, summary.per_seed_final_return

@@ -7,7 +7,7 @@ steps, against about -1200 for the first, near-random update.
 
 import pytest
 
-import purerl
+from tests.helpers import learn
 
 
 @pytest.mark.slow
@@ -23,6 +23,9 @@ def test_cartpole_reaches_475_within_500k_steps(cartpole_run):
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.learning
-def test_pendulum_improves_clearly_over_random_within_400k_steps():
-    result = purerl.train("ppo", env="Pendulum-v1", num_seeds=2, total_timesteps=400_000)
-    assert result.summary.final_mean_return > -500, result.summary.per_seed_final_return
+def test_pendulum_improves_clearly_over_random_within_400k_steps(tmp_path):
+    summary = learn(
+        tmp_path / "run", "ppo", "--env", "Pendulum-v1", "--num-seeds", "2",
+        "--total-timesteps", "400000",
+    )  # fmt: skip
+    assert summary.final_mean_return > -500, summary.per_seed_final_return

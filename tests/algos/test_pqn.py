@@ -14,7 +14,7 @@ from purerl import envs
 from purerl.algos.pqn import PQNConfig, make_pqn
 from purerl.core.nets import make_q_network
 from purerl.envs.probes import PROBES
-from tests.helpers import train_probes
+from tests.helpers import learn, train_probes
 
 PROBE_CFG = PQNConfig(
     num_envs=16,
@@ -79,8 +79,8 @@ def test_the_q_network_normalises_its_layers_and_rejects_continuous_actions():
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.learning
-def test_cartpole_reaches_475_within_500k_steps():
+def test_cartpole_reaches_475_within_500k_steps(tmp_path):
     # The preset, 2 vmapped seeds, 5e5 steps each (BENCHMARKS.md has what it reaches).
-    result = purerl.train("pqn", env="CartPole-v1", num_seeds=2)
-    assert result.summary.env_steps_per_seed <= 500_000
-    assert result.summary.final_mean_return >= 475, result.summary.per_seed_final_return
+    summary = learn(tmp_path / "run", "pqn", "--env", "CartPole-v1", "--num-seeds", "2")
+    assert summary.env_steps_per_seed <= 500_000
+    assert summary.final_mean_return >= 475, summary.per_seed_final_return

@@ -3,8 +3,8 @@
 import jax
 import pytest
 
-import purerl
 from purerl import envs
+from tests.helpers import learn
 
 
 def random_play_mean_return(env_id: str, num_envs: int = 256, num_steps: int = 256) -> float:
@@ -29,15 +29,15 @@ def random_play_mean_return(env_id: str, num_envs: int = 256, num_steps: int = 2
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.learning
-def test_ppo_preset_learns_snake_6x6_within_500k_steps():
+def test_ppo_preset_learns_snake_6x6_within_500k_steps(tmp_path):
     # Observed on the 2-core development CPU: seeds 0 and 1 reach 7.9 and 5.8 (6 to 8 food per
     # game) in 5e5 steps, ~13 s of training on both cores; random play scores -0.87. The
     # preset's full learning curve is a benchmark run (BENCHMARKS.md, Snake learning).
-    result = purerl.train(
-        "ppo", preset="Snake-v0", env="Snake-6x6-v0", total_timesteps=500_000, num_seeds=2
-    )
+    summary = learn(
+        tmp_path / "run", "ppo", "--preset", "Snake-v0", "--env", "Snake-6x6-v0",
+        "--total-timesteps", "500000", "--num-seeds", "2",
+    )  # fmt: skip
     random_return = random_play_mean_return("Snake-6x6-v0")
     assert random_return < -0.5
-    summary = result.summary
     assert summary.final_mean_return > 4.0, summary.per_seed_final_return
     assert min(summary.per_seed_final_return) > 3.0

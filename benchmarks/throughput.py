@@ -11,7 +11,8 @@ seed unmapped). The peers run the same hyperparameters in the same process, alte
 call with purerl (A B A B ...): ``reference`` is the minimal single-closure PPO / DQN of
 ``benchmarks/reference.py`` (SAC: ``benchmarks/reference_sac.py``), written in PureJaxRL's style
 as the bar to clear, ``rejax`` the public rejax 0.1.3. Following ../shared/MEASURING.md: compile
-is timed on its own (AOT), then a warm-up call and ``--repeats`` calls on fresh seeds; the table
+is timed on its own (AOT; purerl's init program and chunk, a peer's one program that initialises
+and trains), then a warm-up call and ``--repeats`` calls on fresh seeds; the table
 quotes their median, and the ratio column is the median of purerl's per-pair speed-ups over the
 peer. Steps count environment steps of all seeds together.
 
@@ -93,8 +94,10 @@ def purerl_runner(
     algo_name: str, cfg, num_seeds: int, placement: Placement | None = None
 ) -> tuple[Runner, float]:
     algo = algos.get(algo_name).build(cfg, envs.from_config(cfg))
-    agents = init_agents(algo, range(num_seeds), placement)
+    # The peers' one program initialises too, so purerl's compile counts its init program (its
+    # first call: compile, then microseconds of work) as well as the chunk.
     start = time.perf_counter()
+    agents = jax.block_until_ready(init_agents(algo, range(num_seeds), placement))
     compiled = compile_chunk(algo, agents, cfg.num_updates, placement=placement)
     compile_s = time.perf_counter() - start
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from purerl.algos.dqn import DQNConfig
 from purerl.algos.ppo import PPOConfig
+from purerl.algos.sac import SACConfig
 
 
 def rejax_available() -> bool:
@@ -108,6 +109,58 @@ def make_rejax_dqn(cfg: DQNConfig) -> Callable[[jax.Array], object]:
         polyak=1.0 - cfg.tau,
         ddqn=cfg.double_q,
         skip_initial_evaluation=True,
+        agent_kwargs={"activation": cfg.activation},
+    )
+    return without_evaluation(algo).train
+
+
+def make_rejax_sac(cfg: SACConfig) -> Callable[[jax.Array], object]:
+    """rejax SAC at the same configuration; returns ``train(key)``, not yet jitted.
+
+    Matched: environments, buffer size, steps before learning (rejax's ``fill_buffer``: both
+    learn from the same vector step on), batch size, gamma, gradient steps per vector step
+    (rejax's ``num_epochs``), hidden sizes, activation, twin critics, entropy tuning from
+    alpha 1 towards ``-action_dim``, Adam. rejax has one learning rate for the policy, the
+    critics and the temperature, so ``policy_lr`` must equal ``q_lr`` (the benchmark sets it).
+    What cannot be matched, none of it adding work to purerl's side:
+
+    - rejax moves the target critics once per vector step; it gets the rate of purerl's
+      ``gradient_steps`` averages with ``tau`` (``polyak = (1 - tau) ** gradient_steps``).
+    - It updates the policy every gradient step (``policy_frequency`` must be 1), before the
+      critics rather than after them.
+    - It samples each minibatch without replacement, weighted over the whole buffer
+      (``jax.random.choice(..., replace=False, p=...)``: a Gumbel top-k over ``buffer_size``
+      entries per gradient step), where purerl draws uniformly with replacement.
+    - It acts with the policy from the first step (no uniformly random actions before
+      learning); its critic loss is half the squared error (``optax.l2_loss``); it clips the log
+      standard deviation to [-10, 2] where purerl rescales it into [-5, 2] with tanh.
+    - Through ``legacy_gymnax`` it sees one ``done``: a truncated episode (every Pendulum-v1
+      episode ends so) is not bootstrapped from its final observation.
+    """
+    import rejax
+
+    if cfg.policy_frequency != 1 or cfg.policy_lr != cfg.q_lr:
+        raise ValueError("the rejax SAC peer needs policy_frequency 1 and policy_lr == q_lr")
+    if not cfg.autotune or cfg.alpha != 1.0:
+        raise ValueError("the rejax SAC peer tunes the entropy coefficient from alpha 1")
+    env, params = legacy_gymnax(cfg.env)
+    steps = cfg.num_updates * cfg.env_steps_per_update
+    algo = rejax.SAC.create(
+        env=env,
+        env_params=params,
+        num_envs=cfg.num_envs,
+        buffer_size=cfg.buffer_size,
+        fill_buffer=cfg.learning_starts,
+        batch_size=cfg.batch_size,
+        learning_rate=cfg.q_lr,
+        total_timesteps=steps,
+        eval_freq=steps,
+        gamma=cfg.gamma,
+        polyak=(1.0 - cfg.tau) ** cfg.gradient_steps,
+        target_update_freq=1,
+        num_epochs=cfg.gradient_steps,
+        skip_initial_evaluation=True,
+        hidden_layer_sizes=cfg.hidden_sizes,
         agent_kwargs={"activation": cfg.activation},
     )
     return without_evaluation(algo).train

@@ -3,16 +3,18 @@
     python -m benchmarks.throughput --seeds 1 8                        # PPO vs the reference
     python -m benchmarks.throughput --algo dqn --seeds 1 8             # DQN vs the reference
     python -m benchmarks.throughput --peers reference rejax            # also rejax (pip install)
+    python -m benchmarks.throughput --algo sac --env Pendulum-v1 --peers reference rejax
     python -m benchmarks.throughput --num-devices 2                    # seeds over 2 CPU devices
 
 Each configuration trains its whole budget as one compiled program (every seed vmapped; one
 seed unmapped). The peers run the same hyperparameters in the same process, alternating call by
 call with purerl (A B A B ...): ``reference`` is the minimal single-closure PPO / DQN of
-``benchmarks/reference.py``, written in PureJaxRL's style as the bar to clear, ``rejax`` the
-public rejax 0.1.3. Following ../shared/MEASURING.md: compile is timed on its own (AOT), then
-a warm-up call and ``--repeats`` calls on fresh seeds; the table quotes their median, and the
-ratio column is the median of purerl's per-pair speed-ups over the peer. Steps count
-environment steps of all seeds together.
+``benchmarks/reference.py`` (SAC: ``benchmarks/reference_sac.py``), written in PureJaxRL's style
+as the bar to clear, ``rejax`` the public rejax 0.1.3. Following ../shared/MEASURING.md: compile
+is timed on its own (AOT; purerl's init program and chunk, a peer's one program that initialises
+and trains), then a warm-up call and ``--repeats`` calls on fresh seeds; the table
+quotes their median, and the ratio column is the median of purerl's per-pair speed-ups over the
+peer. Steps count environment steps of all seeds together.
 
 With ``--num-devices D`` purerl splits the seeds over D devices (``purerl train --num-devices D``;
 on a CPU, D XLA:CPU devices), and each peer runs twice: as published (vmapped on one device)
@@ -32,7 +34,7 @@ import jax
 import tyro
 from jax.sharding import PartitionSpec as P
 
-from benchmarks import peers, reference
+from benchmarks import peers, reference, reference_sac
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl import algos, envs
 from purerl.core.loop import compile_chunk, init_agents
@@ -57,6 +59,8 @@ class BenchArgs:
     """Parallel environments per agent."""
     rollout_len: Annotated[int | None, hint("the preset's", "INT")] = None
     """Steps per environment per update."""
+    learning_starts: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Environment steps before learning starts (off-policy algorithms)."""
     seeds: tuple[int, ...] = (1, 8)
     """Numbers of vmapped seeds to measure, one row each."""
     total_timesteps: int = 500_000
@@ -71,8 +75,16 @@ class BenchArgs:
 
 
 PEERS = {
-    "reference": {"ppo": reference.make_ppo_train, "dqn": reference.make_dqn_train},
-    "rejax": {"ppo": peers.make_rejax_ppo, "dqn": peers.make_rejax_dqn},
+    "reference": {
+        "ppo": reference.make_ppo_train,
+        "dqn": reference.make_dqn_train,
+        "sac": reference_sac.make_sac_train,
+    },
+    "rejax": {
+        "ppo": peers.make_rejax_ppo,
+        "dqn": peers.make_rejax_dqn,
+        "sac": peers.make_rejax_sac,
+    },
 }
 
 """``run(call_index) -> seconds`` for one full call on fresh seeds."""
@@ -82,8 +94,10 @@ def purerl_runner(
     algo_name: str, cfg, num_seeds: int, placement: Placement | None = None
 ) -> tuple[Runner, float]:
     algo = algos.get(algo_name).build(cfg, envs.from_config(cfg))
-    agents = init_agents(algo, range(num_seeds), placement)
+    # The peers' one program initialises too, so purerl's compile counts its init program (its
+    # first call: compile, then microseconds of work) as well as the chunk.
     start = time.perf_counter()
+    agents = jax.block_until_ready(init_agents(algo, range(num_seeds), placement))
     compiled = compile_chunk(algo, agents, cfg.num_updates, placement=placement)
     compile_s = time.perf_counter() - start
 
@@ -137,8 +151,14 @@ def bench_config(args: BenchArgs):
         overrides["num_envs"] = args.num_envs
     if args.rollout_len is not None:
         overrides["rollout_len"] = args.rollout_len
+    if args.learning_starts is not None:
+        if not hasattr(base, "learning_starts"):
+            raise SystemExit(f"error: {args.algo} has no --learning-starts")
+        overrides["learning_starts"] = args.learning_starts
     if args.algo == "dqn" and "rejax" in args.peers:
         overrides["hidden_sizes"] = peers.REJAX_DQN_HIDDEN
+    if args.algo == "sac" and "rejax" in args.peers:
+        overrides["policy_lr"] = base.q_lr  # rejax has one learning rate
     return dataclasses.replace(base, **overrides)
 
 

@@ -8,14 +8,14 @@ import pytest
 
 from benchmarks import peers, reference_sac
 from benchmarks.tests.runs import run_module
-from purerl import algos, envs
+from purerl import envs
 from purerl.algos import offpolicy, sac
 from purerl.algos.sac import SACConfig
 from purerl.core.nets import make_continuous_nets
 from purerl.core.ops.returns import clipped_double_q_targets
 
 
-@pytest.mark.slow  # three training programs to compile: about 10 s on one core
+@pytest.mark.slow  # three training programs to compile: about 15 s on a quiet core
 def test_tiny_sac_bench_prints_every_row():
     chosen = ["reference", "rejax"] if peers.rejax_available() else ["reference"]
     proc = run_module(
@@ -47,7 +47,6 @@ def test_reference_sac_losses_equal_purerls():
         learning_starts=4, hidden_sizes=(8, 8), total_timesteps=16,
     )  # fmt: skip
     env = envs.from_config(cfg)
-    algo = algos.get("sac").build(cfg, env)
     actor, critics = make_continuous_nets(env.spec, cfg.hidden_sizes, cfg.activation)
     nets = reference_sac.make_nets(cfg, env.spec.action_space)
     rng = np.random.default_rng(0)
@@ -67,7 +66,12 @@ def test_reference_sac_losses_equal_purerls():
 
     @jax.jit  # one compile instead of one per eager operation
     def both(key):
-        params = algo.init(jax.random.key(0)).params
+        actor_key, critic_key = jax.random.split(jax.random.key(0))
+        params = sac.SACParams(
+            actor.init(actor_key, batch.obs),
+            critics.init(critic_key, batch.obs, batch.action),
+            jnp.float32(0.0),
+        )
         # Targets a little apart from the critics, so the target-network path is exercised.
         target = jax.tree.map(lambda p: p * 1.1, params.critic)
         ref_actor, ref_critic = to_reference(params.actor, params.critic)
@@ -85,7 +89,7 @@ def test_reference_sac_losses_equal_purerls():
         loss, log_prob = sac.actor_loss(
             params.actor, params.critic, batch, alpha, key, actor, critics
         )
-        hparams = algo.hparams._replace(alpha=alpha)
+        hparams = sac.SACHparams.from_config(cfg)._replace(alpha=alpha)
         alpha_loss = sac.temperature_loss(jnp.float32(0.0), log_prob, -1.0, hparams, batch.valid)
         ours = (targets, critic_loss, loss, log_prob, alpha_loss)
 

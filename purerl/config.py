@@ -15,6 +15,7 @@ import typing
 from typing import Any, Literal
 
 Activation = Literal["tanh", "relu", "gelu", "swish"]
+Network = Literal["mlp", "gru", "lstm"]
 Precision = Literal["fp32", "bf16"]
 
 MAX_UPDATES = 2**31 - 1
@@ -216,3 +217,46 @@ def require_network(cfg: object) -> None:
         raise ConfigError(
             f"--hidden-sizes must be 1 to {MAX_LAYERS} widths in [1, {MAX_WIDTH}], got {sizes}"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryConfig:
+    """The torso's memory, for algorithms that learn from whole rollouts (PPO, PQN)."""
+
+    network: Network = "mlp"
+    """Torso: mlp (feed-forward), or gru or lstm: the MLP of hidden_sizes (the Nature CNN
+    for pixels), then a recurrent cell of rnn_size carried from step to step and reset where
+    an episode starts, for tasks where the right action depends on what was seen before."""
+    rnn_size: int = 128
+    """Width of the gru or lstm cell."""
+    bptt_len: int = 0
+    """Steps backpropagated through in the update with gru or lstm: each env's rollout is cut
+    into sequences of this many steps, replayed from the memory recorded at their start (0:
+    the whole rollout). Must divide rollout_len."""
+
+    def check_memory(self) -> None:
+        """Checks the memory fields against the rollout (``rollout_len``, ``num_envs``,
+        ``num_minibatches`` of the algorithm's configuration)."""
+        if not 1 <= self.rnn_size <= MAX_WIDTH:
+            raise ConfigError(f"--rnn-size must lie in [1, {MAX_WIDTH}], got {self.rnn_size}")
+        if self.network == "mlp":
+            return
+        length = self.sequence_len
+        if length < 1 or self.rollout_len % length:
+            raise ConfigError(
+                f"--bptt-len {self.bptt_len} must divide --rollout-len {self.rollout_len} "
+                "(0 backpropagates through the whole rollout)"
+            )
+        sequences = self.num_envs * (self.rollout_len // length)
+        if sequences % self.num_minibatches:
+            raise ConfigError(
+                f"--num-minibatches {self.num_minibatches} does not divide the {sequences} "
+                f"sequences of a {self.network} update (num_envs {self.num_envs} x "
+                f"rollout_len / bptt_len {self.rollout_len // length}): minibatches are whole "
+                "sequences; pick a divisor"
+            )
+
+    @property
+    def sequence_len(self) -> int:
+        """Steps per replayed sequence: ``bptt_len``, or the whole rollout for 0."""
+        return self.bptt_len or self.rollout_len

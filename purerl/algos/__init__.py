@@ -39,7 +39,8 @@ class Algo(NamedTuple, Generic[S]):
 
     ``act(state, obs, key, greedy)`` is the trained policy for evaluation: actions ``[B, ...]``
     for observations ``[B, ...]``, the most likely ones when ``greedy`` (a Python bool), else
-    sampled as the algorithm explores.
+    sampled as the algorithm explores (a recurrent policy's takes its memory too: see
+    ``initial_memory``).
 
     ``hparams`` is the ``state.hparams`` that ``init`` builds, as concrete float32 scalars (or
     None). Given, ``purerl.core.loop`` passes them to the compiled ``init`` as data instead of
@@ -56,9 +57,37 @@ class Algo(NamedTuple, Generic[S]):
 
     init: Callable[[Key], S]
     update: Callable[[S, Key], tuple[S, Metrics]]
-    act: Callable[[S, Array, Key, bool], Array]
+    act: Callable[..., Any]
     hparams: Any = None
     lockstep: tuple[str, ...] = ()
+    initial_memory: Callable[[int], Any] | None = None
+    """Recurrent policies only: the ``purerl.core.rollout.Memory`` that ``B`` new episodes
+    start from. ``act`` then takes the memory as a fifth argument and returns ``(actions,
+    hidden)``, the cell's state after the step; ``policy_step`` and ``observe`` carry it."""
+
+
+def initial_memory(algo: Algo, num_envs: int) -> Any:
+    """The memory ``num_envs`` new episodes start from (None for a feed-forward policy)."""
+    return None if algo.initial_memory is None else algo.initial_memory(num_envs)
+
+
+def policy_step(
+    algo: Algo, state: Any, obs: Array, key: Key, greedy: bool, memory: Any
+) -> tuple[Array, Any]:
+    """``algo.act`` for any policy: actions for ``obs`` ``[B, ...]`` and the memory after them
+    (``memory`` from ``initial_memory`` or the last ``observe``)."""
+    if memory is None:
+        return algo.act(state, obs, key, greedy), None
+    actions, hidden = algo.act(state, obs, key, greedy, memory)
+    return actions, memory._replace(hidden=hidden)
+
+
+def observe(memory: Any, out: Any, autoreset: str) -> Any:
+    """The memory after an environment step ``out`` (a ``Step``): marks where the next
+    observation begins an episode, so the policy forgets the last one there."""
+    from purerl.core.rollout import episode_starts
+
+    return None if memory is None else memory._replace(start=episode_starts(out, autoreset))
 
 
 def concrete_hparams(hparams_cls: type, cfg: Any) -> Any:

@@ -19,23 +19,40 @@ from purerl.config import (
     Activation,
     CommonConfig,
     ConfigError,
+    MemoryConfig,
     require_network,
     require_positive,
     require_unit_interval,
 )
-from purerl.core.nets import ActorCritic, make_actor_critic
+from purerl.core.nets import ActorCritic, RecurrentActorCritic, initial_hidden, make_actor_critic
 from purerl.core.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
 from purerl.core.ops.optim import current_lr, make_optimizer
 from purerl.core.ops.returns import compute_gae
-from purerl.core.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
-from purerl.core.rollout import PolicyStep, collect, rollout_values
+from purerl.core.ops.sgd import (
+    Sequences,
+    flatten_time_batch,
+    fold_in_axis,
+    minibatch_epochs,
+    pmean,
+    split_sequences,
+    time_major,
+)
+from purerl.core.rollout import (
+    Memory,
+    PolicyStep,
+    Rollout,
+    RolloutValues,
+    collect,
+    recurrent_rollout_values,
+    rollout_values,
+)
 from purerl.core.types import Array, Key, Metrics, PyTree
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(CommonConfig):
+class PPOConfig(MemoryConfig, CommonConfig):
     """PPO hyperparameters; defaults are the CartPole-v1 preset."""
 
     rollout_len: int = 128
@@ -94,6 +111,7 @@ class PPOConfig(CommonConfig):
                 "pick a divisor of the batch"
             )
         require_network(self)
+        self.check_memory()
 
 
 class PPOHparams(NamedTuple):
@@ -119,12 +137,22 @@ class PPOState(NamedTuple):
     step: Array
     """int32 count of updates done."""
     hparams: PPOHparams
+    memory: Any = ()
+    """A recurrent network's ``Memory`` ``[B, ...]`` between updates (``()`` for an MLP)."""
 
 
 class PPOExtras(NamedTuple):
     """What the behaviour policy records with each action, ``[B]``."""
 
     log_prob: Array
+
+
+class RecurrentPPOExtras(NamedTuple):
+    """What a recurrent behaviour policy records with each action, ``[B]``: its value too,
+    computed on the way (it shares the torso)."""
+
+    log_prob: Array
+    value: Array
 
 
 class PPOBatch(NamedTuple):
@@ -150,18 +178,40 @@ def act(network: ActorCritic, params: PyTree, obs: Array, key: Key) -> PolicySte
     return PolicyStep(action, PPOExtras(dist.log_prob(action)))
 
 
+def act_recurrent(
+    network: RecurrentActorCritic, params: PyTree, memory: Memory, obs: Array, key: Key
+) -> tuple[PyTree, PolicyStep]:
+    """``act`` for a recurrent network: one step from ``memory``; returns the cell's state."""
+    hidden, dist, value = network.apply(params, memory.hidden, obs[None], memory.start[None])
+    action = dist.sample(key)
+    return hidden, PolicyStep(action, RecurrentPPOExtras(dist.log_prob(action), value))
+
+
+def evaluate_batch(
+    network: ActorCritic | RecurrentActorCritic, params: PyTree, batch: PPOBatch | Sequences
+) -> tuple[Any, Array, PPOBatch]:
+    """The policy and values on a minibatch, with its data flat ``[N]`` in the same order: a
+    recurrent network replays each sequence from its recorded memory (time-major)."""
+    if isinstance(batch, Sequences):
+        steps = jax.tree.map(time_major, batch.data)
+        _, dist, values = network.apply(params, batch.hidden, steps.obs, time_major(batch.start))
+        return dist, values, flatten_time_batch(steps)
+    dist, values = network.apply(params, batch.obs)
+    return dist, values, batch
+
+
 def ppo_loss(
     params: PyTree,
-    batch: PPOBatch,
+    batch: PPOBatch | Sequences,
     *,
-    network: ActorCritic,
+    network: ActorCritic | RecurrentActorCritic,
     hparams: PPOHparams,
     normalize_adv: bool,
     clip_value: bool,
     axis_name: str | None = None,
 ) -> tuple[Array, Metrics]:
     """Clipped surrogate + weighted value loss - weighted entropy, over valid entries."""
-    dist, values = network.apply(params, batch.obs)
+    dist, values, batch = evaluate_batch(network, params, batch)
     advantages = batch.advantage
     if normalize_adv:
         advantages = normalize_advantages(advantages, batch.valid, axis_name=axis_name)
@@ -201,8 +251,20 @@ def make_ppo(
             f"--num-minibatches {cfg.num_minibatches} does not divide the per-device batch of "
             f"{num_envs * cfg.rollout_len}"
         )
+    recurrent = cfg.network != "mlp"
+    if recurrent and (num_envs * (cfg.rollout_len // cfg.sequence_len)) % cfg.num_minibatches:
+        raise ConfigError(
+            f"--num-minibatches {cfg.num_minibatches} does not divide the per-device "
+            f"{num_envs * (cfg.rollout_len // cfg.sequence_len)} sequences"
+        )
     network = make_actor_critic(
-        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
+        env.spec,
+        cfg.hidden_sizes,
+        cfg.activation,
+        cfg.precision,
+        cfg.layer_norm,
+        cfg.network,
+        cfg.rnn_size,
     )
     env_params = env.default_params if env_params is None else env_params
     anneal = (cfg.num_updates, cfg.num_epochs * cfg.num_minibatches) if cfg.anneal_lr else None
@@ -210,24 +272,45 @@ def make_ppo(
     def optimizer(hparams: PPOHparams):
         return make_optimizer(hparams.lr, hparams.max_grad_norm, anneal_over=anneal)
 
+    def initial_memory(batch: int) -> Memory:
+        return Memory(initial_hidden(cfg.network, cfg.rnn_size, batch), jnp.ones(batch, bool))
+
     def init(key: Key) -> PPOState:
         net_key, env_key = jax.random.split(key)
         env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
-        params = network.init(net_key, obs)
+        memory = initial_memory(num_envs) if recurrent else ()
+        if recurrent:
+            params = network.init(net_key, memory.hidden, obs[None], memory.start[None])
+        else:
+            params = network.init(net_key, obs)
         hparams = PPOHparams.from_config(cfg)
         return PPOState(
-            params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams
+            params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams, memory
         )
+
+    def collect_with_values(state: PPOState, key: Key) -> tuple[Rollout, RolloutValues]:
+        if not recurrent:
+            policy = functools.partial(act, network, state.params)
+            rollout = collect(
+                env, env_params, policy, state.env_state, state.obs, key, cfg.rollout_len
+            )
+            critic = functools.partial(network.apply, state.params, method="critic")
+            return rollout, rollout_values(critic, rollout, env.spec.autoreset)
+        policy = functools.partial(act_recurrent, network, state.params)
+        rollout = collect(
+            env, env_params, policy, state.env_state, state.obs, key, cfg.rollout_len, state.memory
+        )
+
+        def critic(hidden, obs, start):
+            return network.apply(state.params, hidden, obs[None], start[None], method="critic")
+
+        recorded = rollout.transitions.extras.value
+        return rollout, recurrent_rollout_values(critic, rollout, recorded, env.spec.autoreset)
 
     def update(state: PPOState, key: Key) -> tuple[PPOState, Metrics]:
         rollout_key, sgd_key = jax.random.split(fold_in_axis(key, axis_name))
-        policy = functools.partial(act, network, state.params)
-        rollout = collect(
-            env, env_params, policy, state.env_state, state.obs, rollout_key, cfg.rollout_len
-        )
+        rollout, values = collect_with_values(state, rollout_key)
         traj = rollout.transitions
-        critic = functools.partial(network.apply, state.params, method="critic")
-        values = rollout_values(critic, rollout, env.spec.autoreset)
         advantages, targets = compute_gae(
             traj.reward,
             values.values,
@@ -237,17 +320,20 @@ def make_ppo(
             state.hparams.gamma,
             state.hparams.gae_lambda,
         )
-        batch = flatten_time_batch(
-            PPOBatch(
-                traj.obs,
-                traj.action,
-                traj.extras.log_prob,
-                values.values,
-                advantages,
-                targets,
-                traj.valid,
-            )
+        batch = PPOBatch(
+            traj.obs,
+            traj.action,
+            traj.extras.log_prob,
+            values.values,
+            advantages,
+            targets,
+            traj.valid,
         )
+        if recurrent:
+            memories = rollout.memories
+            batch = split_sequences(batch, memories.hidden, memories.start, cfg.sequence_len)
+        else:
+            batch = flatten_time_batch(batch)
         loss_fn = functools.partial(
             ppo_loss,
             network=network,
@@ -271,16 +357,25 @@ def make_ppo(
         metrics["optim/lr"] = current_lr(
             state.hparams.lr, state.step * cfg.num_epochs * cfg.num_minibatches, anneal
         )
+        memory = rollout.memory if recurrent else ()
         new_state = PPOState(
-            params, opt_state, rollout.env_state, rollout.obs, state.step + 1, state.hparams
+            params, opt_state, rollout.env_state, rollout.obs, state.step + 1, state.hparams, memory
         )
         return new_state, metrics
 
-    def evaluate_act(state: PPOState, obs: Array, key: Key, greedy: bool) -> Array:
-        dist = network.apply(state.params, obs, method="policy_dist")
-        return dist.mode() if greedy else dist.sample(key)
+    def evaluate_act(
+        state: PPOState, obs: Array, key: Key, greedy: bool, memory: Memory | None = None
+    ) -> Any:
+        if memory is None:
+            dist = network.apply(state.params, obs, method="policy_dist")
+            return dist.mode() if greedy else dist.sample(key)
+        hidden, dist, _ = network.apply(state.params, memory.hidden, obs[None], memory.start[None])
+        return (dist.mode() if greedy else dist.sample(key)), hidden
 
-    return Algo(init, update, evaluate_act, concrete_hparams(PPOHparams, cfg))
+    hparams = concrete_hparams(PPOHparams, cfg)
+    return Algo(
+        init, update, evaluate_act, hparams, initial_memory=initial_memory if recurrent else None
+    )
 
 
 SPEC = AlgoSpec(

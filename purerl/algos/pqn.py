@@ -23,24 +23,41 @@ from purerl.config import (
     Activation,
     CommonConfig,
     ConfigError,
+    MemoryConfig,
     require_network,
     require_positive,
     require_unit_interval,
 )
 from purerl.core.distributions import EpsilonGreedy
-from purerl.core.nets import QNetwork, make_q_network
+from purerl.core.nets import QNetwork, RecurrentQNetwork, initial_hidden, make_q_network
 from purerl.core.ops.losses import masked_mean, td_loss
 from purerl.core.ops.optim import Optimizer, current_lr, linear_schedule, make_optimizer
 from purerl.core.ops.returns import compute_lambda_returns
-from purerl.core.ops.sgd import flatten_time_batch, fold_in_axis, minibatch_epochs, pmean
-from purerl.core.rollout import PolicyStep, collect, rollout_values
+from purerl.core.ops.sgd import (
+    Sequences,
+    flatten_time_batch,
+    fold_in_axis,
+    minibatch_epochs,
+    pmean,
+    split_sequences,
+    time_major,
+)
+from purerl.core.rollout import (
+    Memory,
+    PolicyStep,
+    Rollout,
+    RolloutValues,
+    collect,
+    recurrent_rollout_values,
+    rollout_values,
+)
 from purerl.core.types import Array, Key, Metrics, PyTree
 from purerl.envs.base import Environment
 from purerl.envs.stats import summarize
 
 
 @dataclasses.dataclass(frozen=True)
-class PQNConfig(CommonConfig):
+class PQNConfig(MemoryConfig, CommonConfig):
     """PQN hyperparameters; defaults are CleanRL's classic-control settings (the presets in
     ``purerl/presets/pqn.py`` start from them)."""
 
@@ -98,6 +115,7 @@ class PQNConfig(CommonConfig):
                 "pick a divisor of the batch"
             )
         require_network(self)
+        self.check_memory()
 
 
 class PQNHparams(NamedTuple):
@@ -123,6 +141,8 @@ class PQNState(NamedTuple):
     step: Array
     """int32 count of updates done."""
     hparams: PQNHparams
+    memory: Any = ()
+    """A recurrent network's ``Memory`` ``[B, ...]`` between updates (``()`` for an MLP)."""
 
 
 class PQNBatch(NamedTuple):
@@ -134,9 +154,23 @@ class PQNBatch(NamedTuple):
     valid: Array
 
 
-def pqn_loss(params: PyTree, batch: PQNBatch, *, network: QNetwork) -> tuple[Array, Metrics]:
+def q_values_of(
+    network: QNetwork | RecurrentQNetwork, params: PyTree, batch: PQNBatch | Sequences
+) -> tuple[Array, PQNBatch]:
+    """Action values on a minibatch, with its data flat ``[N]`` in the same order: a recurrent
+    network replays each sequence from its recorded memory (time-major)."""
+    if isinstance(batch, Sequences):
+        steps = jax.tree.map(time_major, batch.data)
+        _, q_values = network.apply(params, batch.hidden, steps.obs, time_major(batch.start))
+        return q_values, flatten_time_batch(steps)
+    return network.apply(params, batch.obs), batch
+
+
+def pqn_loss(
+    params: PyTree, batch: PQNBatch | Sequences, *, network: QNetwork | RecurrentQNetwork
+) -> tuple[Array, Metrics]:
     """Half squared error of ``Q(s, a)`` to its Q(lambda) target, over valid entries."""
-    q_values = network.apply(params, batch.obs)
+    q_values, batch = q_values_of(network, params, batch)
     q_taken = jnp.take_along_axis(q_values, batch.action[:, None], axis=-1)[:, 0]
     loss = td_loss(q_taken, batch.target, batch.valid, "mse")
     return loss, {"loss/td": loss, "q/taken": masked_mean(q_taken, batch.valid)}
@@ -161,8 +195,20 @@ def make_pqn(
             f"--num-minibatches {cfg.num_minibatches} does not divide the per-device batch of "
             f"{num_envs * cfg.rollout_len}"
         )
+    recurrent = cfg.network != "mlp"
+    if recurrent and (num_envs * (cfg.rollout_len // cfg.sequence_len)) % cfg.num_minibatches:
+        raise ConfigError(
+            f"--num-minibatches {cfg.num_minibatches} does not divide the per-device "
+            f"{num_envs * (cfg.rollout_len // cfg.sequence_len)} sequences"
+        )
     network = make_q_network(
-        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
+        env.spec,
+        cfg.hidden_sizes,
+        cfg.activation,
+        cfg.precision,
+        cfg.layer_norm,
+        cfg.network,
+        cfg.rnn_size,
     )
     env_params = env.default_params if env_params is None else env_params
     anneal = (cfg.num_updates, cfg.num_epochs * cfg.num_minibatches) if cfg.anneal_lr else None
@@ -172,31 +218,62 @@ def make_pqn(
             hparams.lr, hparams.max_grad_norm, anneal_over=anneal, kind=cfg.optimizer
         )
 
+    def initial_memory(batch: int) -> Memory:
+        return Memory(initial_hidden(cfg.network, cfg.rnn_size, batch), jnp.ones(batch, bool))
+
     def init(key: Key) -> PQNState:
         net_key, env_key = jax.random.split(key)
         env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
-        params = network.init(net_key, obs)
+        memory = initial_memory(num_envs) if recurrent else ()
+        if recurrent:
+            params = network.init(net_key, memory.hidden, obs[None], memory.start[None])
+        else:
+            params = network.init(net_key, obs)
         hparams = PQNHparams.from_config(cfg)
         return PQNState(
-            params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams
+            params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams, memory
+        )
+
+    def collect_with_values(
+        state: PQNState, key: Key, epsilon: Array
+    ) -> tuple[Rollout, RolloutValues]:
+        if not recurrent:
+
+            def policy(obs: Array, act_key: Key) -> PolicyStep:
+                q_values = network.apply(state.params, obs)
+                return PolicyStep(EpsilonGreedy(q_values, epsilon).sample(act_key))
+
+            rollout = collect(
+                env, env_params, policy, state.env_state, state.obs, key, cfg.rollout_len
+            )
+            greedy_value = lambda obs: network.apply(state.params, obs).max(axis=-1)  # noqa: E731
+            return rollout, rollout_values(greedy_value, rollout, env.spec.autoreset)
+
+        def recurrent_policy(memory: Memory, obs: Array, act_key: Key):
+            hidden, q_values = network.apply(
+                state.params, memory.hidden, obs[None], memory.start[None]
+            )
+            action = EpsilonGreedy(q_values, epsilon).sample(act_key)
+            return hidden, PolicyStep(action, q_values.max(axis=-1))
+
+        def greedy_value(hidden, obs, start):
+            return network.apply(state.params, hidden, obs[None], start[None])[1].max(axis=-1)
+
+        rollout = collect(
+            env, env_params, recurrent_policy, state.env_state, state.obs, key, cfg.rollout_len,
+            state.memory,
+        )  # fmt: skip
+        recorded = rollout.transitions.extras
+        return rollout, recurrent_rollout_values(
+            greedy_value, rollout, recorded, env.spec.autoreset
         )
 
     def update(state: PQNState, key: Key) -> tuple[PQNState, Metrics]:
         rollout_key, sgd_key = jax.random.split(fold_in_axis(key, axis_name))
         # One epsilon per update, from the steps done before it (per agent).
         epsilon = epsilon_at(state.hparams, cfg.total_timesteps, state.step * cfg.batch_size)
-
-        def policy(obs: Array, act_key: Key) -> PolicyStep:
-            return PolicyStep(
-                EpsilonGreedy(network.apply(state.params, obs), epsilon).sample(act_key)
-            )
-
-        rollout = collect(
-            env, env_params, policy, state.env_state, state.obs, rollout_key, cfg.rollout_len
-        )
+        rollout, values = collect_with_values(state, rollout_key, epsilon)
         traj = rollout.transitions
-        greedy_value = lambda obs: network.apply(state.params, obs).max(axis=-1)  # noqa: E731
-        values = rollout_values(greedy_value, rollout, env.spec.autoreset)
         targets = compute_lambda_returns(
             traj.reward,
             values.values,
@@ -206,9 +283,12 @@ def make_pqn(
             state.hparams.gamma,
             state.hparams.q_lambda,
         )
-        batch = flatten_time_batch(
-            PQNBatch(traj.obs, traj.action, jax.lax.stop_gradient(targets), traj.valid)
-        )
+        batch = PQNBatch(traj.obs, traj.action, jax.lax.stop_gradient(targets), traj.valid)
+        if recurrent:
+            memories = rollout.memories
+            batch = split_sequences(batch, memories.hidden, memories.start, cfg.sequence_len)
+        else:
+            batch = flatten_time_batch(batch)
         params, opt_state, metrics = minibatch_epochs(
             sgd_key,
             state.params,
@@ -225,16 +305,26 @@ def make_pqn(
             state.hparams.lr, state.step * cfg.num_epochs * cfg.num_minibatches, anneal
         )
         metrics["optim/epsilon"] = epsilon
+        memory = rollout.memory if recurrent else ()
         new_state = PQNState(
-            params, opt_state, rollout.env_state, rollout.obs, state.step + 1, state.hparams
+            params, opt_state, rollout.env_state, rollout.obs, state.step + 1, state.hparams, memory
         )
         return new_state, metrics
 
-    def evaluate_act(state: PQNState, obs: Array, key: Key, greedy: bool) -> Array:
-        dist = EpsilonGreedy(network.apply(state.params, obs), state.hparams.eps_end)
-        return dist.mode() if greedy else dist.sample(key)
+    def evaluate_act(
+        state: PQNState, obs: Array, key: Key, greedy: bool, memory: Memory | None = None
+    ) -> Any:
+        if memory is None:
+            dist = EpsilonGreedy(network.apply(state.params, obs), state.hparams.eps_end)
+            return dist.mode() if greedy else dist.sample(key)
+        hidden, q_values = network.apply(state.params, memory.hidden, obs[None], memory.start[None])
+        dist = EpsilonGreedy(q_values, state.hparams.eps_end)
+        return (dist.mode() if greedy else dist.sample(key)), hidden
 
-    return Algo(init, update, evaluate_act, concrete_hparams(PQNHparams, cfg))
+    hparams = concrete_hparams(PQNHparams, cfg)
+    return Algo(
+        init, update, evaluate_act, hparams, initial_memory=initial_memory if recurrent else None
+    )
 
 
 SPEC = AlgoSpec(

@@ -197,6 +197,88 @@ class ActorCritic(nn.Module):
         return self.value_head(torso(obs))
 
 
+RECURRENT = ("gru", "lstm")
+"""Recurrent torsos (``--network``): a flax GRU cell, or its LSTM cell."""
+
+
+def initial_hidden(kind: str, size: int, batch: int) -> Any:
+    """A recurrent cell's state at the start of an episode: zeros, ``[batch, size]`` (a GRU's
+    hidden state) or a pair of them (an LSTM's cell and hidden states)."""
+    zeros = jnp.zeros((batch, size), jnp.float32)
+    return (zeros, zeros) if kind == "lstm" else zeros
+
+
+def reset_hidden(hidden: Any, start: Array) -> Any:
+    """``hidden`` ``[N, ...]`` back at its initial value where ``start`` ``[N]`` is set."""
+    return jax.tree.map(lambda h: jnp.where(start[:, None], jnp.zeros_like(h), h), hidden)
+
+
+class ResettingCell(nn.Module):
+    """One step of a recurrent cell over a batch, reset first where an episode starts:
+    ``(hidden [N, ...], (inputs [N, F], start [N])) -> (hidden, outputs [N, size])``."""
+
+    kind: str
+    size: int
+
+    @nn.compact
+    def __call__(self, hidden: Any, inputs: tuple[Array, Array]) -> tuple[Any, Array]:
+        x, start = inputs
+        hidden = reset_hidden(hidden, start)
+        # purerl's orthogonal initialiser (flax's values, safe under vmap over seeds).
+        cls = nn.GRUCell if self.kind == "gru" else nn.OptimizedLSTMCell
+        cell = cls(self.size, recurrent_kernel_init=orthogonal(1.0), name="cell")
+        return cell(hidden, x.astype(jnp.float32))
+
+
+class RecurrentTorso(nn.Module):
+    """A feed-forward torso (``embed``: MLP or Nature CNN) applied to every step at once, then a
+    recurrent cell run along time: observations ``[L, N, *obs_shape]`` and episode starts
+    ``[L, N]`` from the cell's state ``hidden`` ``[N, ...]`` to the final state and features
+    ``[L * N, size]`` (time-major). The cell resets to its initial state at each episode start,
+    so one sequence can span several episodes."""
+
+    kind: str
+    size: int
+    embed: nn.Module
+
+    @nn.compact
+    def __call__(self, hidden: Any, obs: Array, start: Array) -> tuple[Any, Array]:
+        steps, batch = start.shape
+        x = self.embed(obs.reshape((steps * batch,) + obs.shape[2:]))
+        scan = nn.scan(
+            ResettingCell,
+            variable_broadcast="params",
+            split_rngs={"params": False},
+            in_axes=0,
+            out_axes=0,
+        )
+        hidden, features = scan(self.kind, self.size, name="rnn")(
+            hidden, (x.reshape(steps, batch, -1), start)
+        )
+        return hidden, features.reshape(steps * batch, -1)
+
+
+class RecurrentActorCritic(nn.Module):
+    """Policy and state value over one shared recurrent torso. Every method takes the cell's
+    state ``[N, ...]``, observations ``[L, N, ...]`` and episode starts ``[L, N]`` and returns the
+    cell's final state first; outputs are flat over ``L * N`` (time-major)."""
+
+    action_space: ActionSpace
+    torso: RecurrentTorso
+
+    def setup(self):
+        self.policy = PolicyHead(self.action_space)
+        self.value_head = ValueHead()
+
+    def __call__(self, hidden: Any, obs: Array, start: Array) -> tuple[Any, Distribution, Array]:
+        hidden, features = self.torso(hidden, obs, start)
+        return hidden, self.policy(features), self.value_head(features)
+
+    def critic(self, hidden: Any, obs: Array, start: Array) -> Array:
+        """The values alone."""
+        return self.value_head(self.torso(hidden, obs, start)[1])
+
+
 class QNetwork(nn.Module):
     """Action values ``[N, num_actions]`` (float32) from a torso's features."""
 
@@ -208,6 +290,20 @@ class QNetwork(nn.Module):
         features = self.torso(obs)
         q_values = nn.Dense(self.num_actions, dtype=features.dtype)(features)
         return q_values.astype(jnp.float32)
+
+
+class RecurrentQNetwork(nn.Module):
+    """Action values ``[L * N, num_actions]`` over a recurrent torso (see
+    ``RecurrentActorCritic`` for the arguments); returns the cell's final state first."""
+
+    num_actions: int
+    torso: RecurrentTorso
+
+    @nn.compact
+    def __call__(self, hidden: Any, obs: Array, start: Array) -> tuple[Any, Array]:
+        hidden, features = self.torso(hidden, obs, start)
+        q_values = nn.Dense(self.num_actions, dtype=features.dtype)(features)
+        return hidden, q_values.astype(jnp.float32)
 
 
 def is_pixels(spec: EnvSpec) -> bool:
@@ -229,16 +325,40 @@ def make_torso(
     return MLP(tuple(hidden_sizes), activation, dtype, layer_norm)
 
 
+def make_recurrent_torso(
+    spec: EnvSpec,
+    hidden_sizes: Sequence[int],
+    activation: str,
+    precision: str,
+    layer_norm: bool,
+    network: str,
+    rnn_size: int,
+) -> RecurrentTorso:
+    """``make_torso``'s torso, then a ``network`` cell (``gru`` or ``lstm``) of ``rnn_size``."""
+    if network not in RECURRENT:
+        raise ValueError(f"network must be mlp or one of {RECURRENT}, got {network!r}")
+    embed = make_torso(spec, hidden_sizes, activation, precision, layer_norm)
+    return RecurrentTorso(network, rnn_size, embed)
+
+
 def make_actor_critic(
     spec: EnvSpec,
     hidden_sizes: Sequence[int],
     activation: str,
     precision: str = "fp32",
     layer_norm: bool = False,
-) -> ActorCritic:
-    """Separate MLP torsos for actor and critic, or one shared CNN torso for pixels."""
+    network: str = "mlp",
+    rnn_size: int = 128,
+) -> ActorCritic | RecurrentActorCritic:
+    """Separate MLP torsos for actor and critic, or one shared CNN torso for pixels; with a
+    recurrent ``network``, one shared recurrent torso (``make_recurrent_torso``)."""
     if not isinstance(spec.action_space, Discrete | Box):
         raise TypeError(f"unsupported action space {spec.action_space}")
+    if network != "mlp":
+        torso = make_recurrent_torso(
+            spec, hidden_sizes, activation, precision, layer_norm, network, rnn_size
+        )
+        return RecurrentActorCritic(spec.action_space, torso)
 
     def torso():
         return make_torso(spec, hidden_sizes, activation, precision, layer_norm)
@@ -254,10 +374,18 @@ def make_q_network(
     activation: str,
     precision: str = "fp32",
     layer_norm: bool = False,
-) -> QNetwork:
-    """A Q-network; value-based methods need a discrete action space."""
+    network: str = "mlp",
+    rnn_size: int = 128,
+) -> QNetwork | RecurrentQNetwork:
+    """A Q-network (recurrent for a recurrent ``network``); value-based methods need a discrete
+    action space."""
     if not isinstance(spec.action_space, Discrete):
         raise TypeError(f"a Q-network needs discrete actions, got {spec.action_space}")
+    if network != "mlp":
+        torso = make_recurrent_torso(
+            spec, hidden_sizes, activation, precision, layer_norm, network, rnn_size
+        )
+        return RecurrentQNetwork(spec.action_space.num_actions, torso)
     torso = make_torso(spec, hidden_sizes, activation, precision, layer_norm)
     return QNetwork(spec.action_space.num_actions, torso)
 

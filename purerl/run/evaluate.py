@@ -115,13 +115,13 @@ def play_episodes(
     zeros = Episodes(jnp.zeros(num, jnp.float32), jnp.zeros(num, jnp.int32), jnp.zeros(num, bool))
 
     def running(carry):
-        _, _, episodes, t, _ = carry
+        _, _, _, episodes, t, _ = carry
         return (~episodes.finished).any() & (t < max_steps)
 
     def step(carry):
-        env_state, obs, episodes, t, key = carry
+        env_state, obs, memory, episodes, t, key = carry
         key, act_key, step_key = jax.random.split(key, 3)
-        action = algo.act(state, obs, act_key, greedy)
+        action, memory = algos.policy_step(algo, state, obs, act_key, greedy, memory)
         env_state, out = env.step(step_key, env_state, action, params)
         first = out.episode.done & ~episodes.finished
         episodes = Episodes(
@@ -129,10 +129,12 @@ def play_episodes(
             jnp.where(first, out.episode.lengths, episodes.lengths),
             episodes.finished | out.episode.done,
         )
-        return env_state, out.obs, episodes, t + 1, key
+        memory = algos.observe(memory, out, env.spec.autoreset)
+        return env_state, out.obs, memory, episodes, t + 1, key
 
-    carry = (env_state, obs, zeros, jnp.int32(0), loop_key)
-    return jax.lax.while_loop(running, step, carry)[2]
+    memory = algos.initial_memory(algo, num)
+    carry = (env_state, obs, memory, zeros, jnp.int32(0), loop_key)
+    return jax.lax.while_loop(running, step, carry)[3]
 
 
 def evaluate(
@@ -180,14 +182,16 @@ def record_episode(
         env_state = with_trained_obs_stats(env_state, agent.state.env_state)
 
         def step(carry, key):
-            env_state, obs = carry
+            env_state, obs, memory = carry
             act_key, step_key = jax.random.split(key)
-            action = run.algo.act(agent.state, obs, act_key, greedy)
+            action, memory = algos.policy_step(run.algo, agent.state, obs, act_key, greedy, memory)
             next_state, out = env.step(step_key, env_state, action, params)
-            return (next_state, out.obs), (env_state, obs, out.episode)
+            memory = algos.observe(memory, out, env.spec.autoreset)
+            return (next_state, out.obs, memory), (env_state, obs, out.episode)
 
         keys = jax.random.split(loop_key, max_steps)
-        return jax.lax.scan(step, (env_state, obs), keys)[1]
+        memory = algos.initial_memory(run.algo, 1)
+        return jax.lax.scan(step, (env_state, obs, memory), keys)[1]
 
     states, observations, episode = jax.device_get(rollout(reset_key, loop_key))
     done = episode.done[:, 0]
@@ -223,17 +227,18 @@ def record_live(
         return with_trained_obs_stats(env_state, agent.state.env_state), obs
 
     @jax.jit
-    def step(env_state, obs, key):
+    def step(env_state, obs, memory, key):
         act_key, step_key = jax.random.split(key)
-        action = algo.act(agent.state, obs, act_key, greedy)
+        action, memory = algos.policy_step(algo, agent.state, obs, act_key, greedy, memory)
         env_state, out = env.step(step_key, env_state, action, params)
-        return env_state, out.obs, out.episode
+        return env_state, out.obs, algos.observe(memory, out, env.spec.autoreset), out.episode
 
     env_state, obs = reset(reset_key)
+    memory = algos.initial_memory(algo, 1)
     frames = []
     for key in jax.random.split(loop_key, max_steps):
         frames.append(base.render_live())
-        env_state, obs, episode = step(env_state, obs, key)
+        env_state, obs, memory, episode = step(env_state, obs, memory, key)
         if bool(episode.done[0]):
             return Recording(frames, float(episode.returns[0]), int(episode.lengths[0]))
     return Recording(frames, None, None)

@@ -7,6 +7,12 @@
 Observations are raw, as the environment emits them: a policy trained with
 ``normalize_obs`` standardises them with the statistics it was trained with. NumPy in gives
 NumPy out, so the policy drives any simulator.
+
+A recurrent policy (``--network gru`` or ``lstm``) remembers what it saw between calls, for each
+row of the batch; tell it where episodes begin:
+
+>>> policy.reset()                     # every row starts a new episode at the next call
+>>> policy.reset(done)                 # only the rows where ``done`` [B] is set
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from purerl.algos import Algo, AlgoSpec
+from purerl.algos import Algo, AlgoSpec, policy_step
 from purerl.core.ops.normalize import normalize
 from purerl.core.types import Array, Key
 from purerl.envs.wrappers import NormalizeObsState
@@ -51,13 +57,33 @@ class Policy:
         env_state = state.env_state
         self.obs_stats = env_state.obs_stats if isinstance(env_state, NormalizeObsState) else None
         self.key = jax.random.key(0)
+        self.algo = algo
+        self.memory = None
+        """A recurrent policy's memory of the rows of the last batch (None: fresh episodes)."""
 
-        def act(state: Any, obs: Array, key: Key, greedy: bool) -> Array:
+        def act(state: Any, obs: Array, key: Key, greedy: bool, memory: Any) -> Any:
             if self.obs_stats is not None:
                 obs = normalize(self.obs_stats, obs)
-            return algo.act(state, obs, key, greedy)
+            actions, memory = policy_step(algo, state, obs, key, greedy, memory)
+            if memory is not None:  # the rows' next observations continue their episodes
+                memory = memory._replace(start=jax.numpy.zeros_like(memory.start))
+            return actions, memory
 
         self.act = jax.jit(act, static_argnums=3)
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the policy carries a memory between calls."""
+        return self.algo.initial_memory is not None
+
+    def reset(self, done: Any = None) -> None:
+        """Starts new episodes: in every row, or only where ``done`` ``[B]`` is set. A
+        feed-forward policy has nothing to forget."""
+        if self.memory is None or done is None:
+            self.memory = None
+            return
+        done = jax.numpy.asarray(done, bool).reshape(self.memory.start.shape)
+        self.memory = self.memory._replace(start=self.memory.start | done)
 
     @classmethod
     def from_agents(
@@ -86,7 +112,14 @@ class Policy:
             raise ValueError(f"observations must end in shape {self.obs_shape}, got {obs.shape}")
         if key is None:
             self.key, key = jax.random.split(self.key)
-        actions = self.act(self.state, obs if batch else obs[None], key, greedy)
+        obs = obs if batch else obs[None]
+        memory = None
+        if self.recurrent:
+            memory = self.memory
+            if memory is None or memory.start.shape[0] != obs.shape[0]:
+                memory = self.algo.initial_memory(obs.shape[0])
+        actions, memory = self.act(self.state, obs, key, greedy, memory)
+        self.memory = memory
         actions = actions if batch else actions[0]
         return np.asarray(actions) if as_numpy else actions
 

@@ -26,13 +26,26 @@ from purerl.core.loop import (
 )
 from tests.helpers import as_numpy, leaves_equal
 
-NAMES = algos.names()
+RECURRENT = {"ppo+gru": ("ppo", "gru"), "pqn+lstm": ("pqn", "lstm")}
+"""Recurrent variants of the smoke configs, checked like the algorithms themselves."""
+NAMES = algos.names() + list(RECURRENT)
 UPDATES = 6
+MEMORY_FIELDS = ("rnn_size", "bptt_len")
+"""Fields only a recurrent network reads: checked on the recurrent variants."""
+
+
+def base_smoke(name: str):
+    """The registered algorithm and smoke config of ``name`` (an algorithm or a variant)."""
+    if name in RECURRENT:
+        algo_name, network = RECURRENT[name]
+        spec = algos.get(algo_name)
+        return spec, dataclasses.replace(spec.smoke, network=network, rnn_size=16)
+    spec = algos.get(name)
+    return spec, spec.smoke
 
 
 def smoke(name: str, **changes):
-    spec = algos.get(name)
-    cfg = spec.smoke
+    spec, cfg = base_smoke(name)
     cfg = dataclasses.replace(cfg, total_timesteps=UPDATES * cfg.env_steps_per_update, **changes)
     return spec, cfg
 
@@ -163,8 +176,9 @@ def test_greedy_acting_is_deterministic_and_shaped_like_the_action_space(name, w
     spec, cfg = smoke(name)
     algo = spec.build(cfg, envs.from_config(cfg))
     state = jax.tree.map(lambda x: x[0], whole.agents.state)
-    first = algo.act(state, state.obs, jax.random.key(0), True)
-    second = algo.act(state, state.obs, jax.random.key(1), True)
+    memory = algos.initial_memory(algo, cfg.num_envs)
+    first, _ = algos.policy_step(algo, state, state.obs, jax.random.key(0), True, memory)
+    second, _ = algos.policy_step(algo, state, state.obs, jax.random.key(1), True, memory)
     assert first.shape[0] == cfg.num_envs
     np.testing.assert_array_equal(first, second)
 
@@ -256,9 +270,11 @@ def params_differ(a, b, tolerance: float = 1e-6) -> bool:
 
 def field_cases():
     for name in NAMES:
-        spec = algos.get(name)
+        spec, _ = base_smoke(name)
         for field in dataclasses.fields(spec.config_cls):
-            if field.name != "num_seeds":  # the vmap invariant above covers it
+            if field.name == "num_seeds":  # the vmap invariant above covers it
+                continue
+            if (field.name in MEMORY_FIELDS) == (name in RECURRENT):
                 yield pytest.param(name, field.name, id=f"{name}-{field.name}")
 
 
@@ -280,23 +296,24 @@ def own_fields(spec, context: dict) -> dict:
 @functools.cache
 def baseline(name: str, attempt: int):
     """The parameters an attempt compares against, computed once per algorithm."""
-    spec = algos.get(name)
+    spec, smoke_cfg = base_smoke(name)
     num_updates, context = ATTEMPTS[attempt]
-    base = dataclasses.replace(spec.smoke, **own_fields(spec, context))
-    reuse = first_attempts_program(spec, base) if attempt else None
+    base = dataclasses.replace(smoke_cfg, **own_fields(spec, context))
+    reuse = first_attempts_program(name, spec, base) if attempt else None
     return base, *params_after(spec, base, num_updates, reuse)
 
 
-def first_attempts_program(spec, cfg, programs: dict | None = None):
+def first_attempts_program(name: str, spec, cfg, programs: dict | None = None):
     """The update compiled for ``cfg`` in the first attempt, when ``cfg`` differs from that
     attempt's config only in the traced fields a later attempt changes (they reach the program
     as data): ``programs`` maps configs to their compiled updates (default: the baseline's)."""
     later_changes = {k for _, context in ATTEMPTS[1:] for k in own_fields(spec, context)}
     if not later_changes <= set(spec.traced):
         return None
-    first = dataclasses.replace(cfg, **{k: getattr(spec.smoke, k) for k in later_changes})
+    smoke_cfg = base_smoke(name)[1]
+    first = dataclasses.replace(cfg, **{k: getattr(smoke_cfg, k) for k in later_changes})
     if programs is None:
-        return baseline(spec.name, 0)[2] if first == spec.smoke else None
+        return baseline(name, 0)[2] if first == smoke_cfg else None
     return programs.get(first)
 
 
@@ -313,10 +330,10 @@ def test_every_config_field_changes_the_run(name, field):
     with: in shape (read from ``init`` without compiling; updates keep shapes), else in value
     after the updates of an attempt; else, for ``total_timesteps`` only, in the number of
     updates the run takes."""
-    spec = algos.get(name)
-    variants = valid_variants(spec.smoke, field)
+    spec, smoke_cfg = base_smoke(name)
+    variants = valid_variants(smoke_cfg, field)
     assert variants, f"{name}: no valid value to try for --{field.replace('_', '-')}"
-    base_shapes = initial_param_shapes(spec, spec.smoke)
+    base_shapes = initial_param_shapes(spec, smoke_cfg)
     if any(base_shapes != initial_param_shapes(spec, v) for v in variants):
         return
     programs = {}
@@ -324,7 +341,7 @@ def test_every_config_field_changes_the_run(name, field):
         base, base_params, compiled = baseline(name, attempt)
         for variant in valid_variants(base, field):
             reuse = compiled if field in spec.traced else None
-            reuse = reuse or first_attempts_program(spec, variant, programs)
+            reuse = reuse or first_attempts_program(name, spec, variant, programs)
             changed, program = params_after(spec, variant, num_updates, reuse)
             if attempt == 0:
                 programs[variant] = program
@@ -332,8 +349,6 @@ def test_every_config_field_changes_the_run(name, field):
                 return
     # A budget the update never reads (SAC and TD3 as CleanRL has them: no schedule spans the
     # run) still changes the run through its length, the number of updates the loop runs.
-    if field == "total_timesteps" and any(
-        v.num_updates != spec.smoke.num_updates for v in variants
-    ):
+    if field == "total_timesteps" and any(v.num_updates != smoke_cfg.num_updates for v in variants):
         return
     pytest.fail(f"{name}: no valid value of --{field.replace('_', '-')} changed the parameters")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import chex
 import jax
@@ -38,6 +38,39 @@ def fold_in_axis(key: Key, axis_name: str | None) -> Key:
 def flatten_time_batch(tree: PyTree) -> PyTree:
     """``[T, B, ...]`` leaves to ``[T * B, ...]``."""
     return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), tree)
+
+
+class Sequences(NamedTuple):
+    """Training data cut into sequences a recurrent network replays, ``[S, L, ...]``."""
+
+    data: PyTree
+    """Per-step training data, ``[S, L, ...]``."""
+    hidden: PyTree
+    """The cell's state each sequence starts from, ``[S, ...]``."""
+    start: Array
+    """bool ``[S, L]``: the step's observation begins an episode (the cell resets there)."""
+
+
+def split_sequences(data: PyTree, hidden: PyTree, start: Array, length: int) -> Sequences:
+    """Rollout data ``[T, B, ...]`` into ``S = T * B / length`` sequences of ``length`` steps of
+    one environment each (environment-major within each time window), with the recorded cell
+    state ``hidden`` ``[T, B, ...]`` at each sequence's first step."""
+    num_steps, num_envs = start.shape
+    if num_steps % length:
+        raise ValueError(f"sequences of {length} steps do not tile a rollout of {num_steps}")
+    windows = num_steps // length
+
+    def cut(x):  # [T, B, ...] -> [T / L * B, L, ...]
+        x = x.reshape((windows, length, num_envs) + x.shape[2:]).swapaxes(1, 2)
+        return x.reshape((windows * num_envs, length) + x.shape[3:])
+
+    first = jax.tree.map(lambda h: h[::length].reshape((windows * num_envs,) + h.shape[2:]), hidden)
+    return Sequences(jax.tree.map(cut, data), first, cut(start))
+
+
+def time_major(x: Array) -> Array:
+    """``[S, L, ...]`` to ``[L, S, ...]``, the layout a recurrent network runs along."""
+    return x.swapaxes(0, 1)
 
 
 def shuffle_into_minibatches(key: Key, batch: PyTree, num_minibatches: int) -> PyTree:

@@ -5,9 +5,10 @@
 >>> state, step = env.step(key, state, actions, env.default_params)      # step.obs: [4, 4]
 
 Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc), purerl's
-probe environments (``envs/probes.py``), Snake (``envs/snake.py``), EnvPool's Atari games,
-MuJoCo tasks and classic control (``envs/envpool.py``), Brax's physics environments
-(``envs/brax.py``) and MuJoCo Playground's DeepMind Control suite (``envs/playground.py``).
+probe environments (``envs/probes.py``), Snake (``envs/snake.py``), partially observable
+variants of gymnax tasks (``envs/partial.py``), EnvPool's Atari games, MuJoCo tasks and
+classic control (``envs/envpool.py``), Brax's physics environments (``envs/brax.py``) and
+MuJoCo Playground's DeepMind Control suite (``envs/playground.py``).
 Your own environments come as ``module:factory`` strings or as objects (``envs/custom.py``).
 Nothing is imported until it is needed: importing this package loads no environment library
 and creates no JAX backend; gymnax's ids are read the first time an id outside the static lists
@@ -136,6 +137,12 @@ def _snake_factory(env_id: str, num_envs: int | None, **options: Any) -> Environ
     return make_snake(env_id, **{"height": height, "width": width, **options})
 
 
+def _partial_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.partial import make_partial
+
+    return make_partial(env_id, **options)
+
+
 def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
     from purerl.envs.envpool import make_envpool
 
@@ -161,12 +168,15 @@ def _register_static() -> None:
     from purerl.envs import brax, playground
     from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
     from purerl.envs.mujoco import MUJOCO_IDS, MUJOCO_VIDEO_SIZE
+    from purerl.envs.partial import PARTIAL_ENVS
     from purerl.envs.probes import PROBES
 
     for env_id in PROBES:
         register(env_id, EnvEntry(_probe_factory, "probe", needs_reset_wrapper=True))
     for env_id in SNAKE_SIZES:
         register(env_id, EnvEntry(_snake_factory, "Snake"))
+    for env_id in PARTIAL_ENVS:
+        register(env_id, EnvEntry(_partial_factory, "partially observable"))
     atari = EnvEntry(_envpool_factory, "Atari (EnvPool)", batched=True, reports_episodes=True)
     for game in ATARI_GAMES:
         register(f"{game}-v5", atari)

@@ -65,10 +65,19 @@ class MatrixRow:
     """A published result for the same algorithm, environment and budget, with its source."""
     gpu_only: bool = False
     """Listed in the table but not run on CPU."""
+    network: str | None = None
+    """Another torso than the preset's (``--network``): the row's name ends in it."""
 
     @property
     def name(self) -> str:
-        return f"{self.algo}-{self.env.replace('/', '-')}"
+        suffix = f"-{self.network}" if self.network else ""
+        return f"{self.algo}-{self.env.replace('/', '-')}{suffix}"
+
+    @property
+    def preset(self) -> Any:
+        """The preset the row trains, with its ``network`` if given."""
+        preset = algos.get(self.algo).presets[self.env]
+        return dataclasses.replace(preset, network=self.network) if self.network else preset
 
 
 # References are the figures issue #18 names, at the budget it names, and for PPO on the other
@@ -158,6 +167,30 @@ MATRIX = (
         "no published figure found; about 9,360 is the most a 1,000-step episode pays here",
     ),
     MatrixRow(
+        "ppo", "MemoryChain-bsuite", "preset, GRU (64), 16 envs x 32 steps",
+        "1 is the most an episode pays; 0 is chance",
+    ),
+    MatrixRow(
+        "ppo", "MemoryChain-bsuite", "the GRU preset with an MLP (64) instead",
+        "an MLP cannot see the context it is asked for: 0 expected", network="mlp",
+    ),
+    MatrixRow(
+        "ppo", "CartPole-NoVelocity-v1", "preset, GRU (64), 16 envs x 128 steps, rewards scaled",
+        "500 is the most an episode pays",
+    ),
+    MatrixRow(
+        "ppo", "CartPole-NoVelocity-v1", "the GRU preset with an MLP (64) instead",
+        "500 is the most an episode pays", network="mlp",
+    ),
+    MatrixRow(
+        "pqn", "MemoryChain-bsuite", "preset, GRU (64), 16 envs x 32 steps, LayerNorm",
+        "1 is the most an episode pays; 0 is chance",
+    ),
+    MatrixRow(
+        "pqn", "MemoryChain-bsuite", "the GRU preset with an MLP (64) instead",
+        "an MLP cannot see the context it is asked for: 0 expected", network="mlp",
+    ),
+    MatrixRow(
         "ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",
         "430 +- 8 at 10M steps (CleanRL ppo_atari_envpool)", gpu_only=True,
     ),
@@ -240,7 +273,7 @@ def row_config(row: MatrixRow, args: BenchTableArgs, budgets: dict[str, int]):
     """The row's preset with the bench's seeds and budget: the preset's own ``total_timesteps``
     unless scaled or overridden (schedules such as PQN's epsilon read it, so a row then trains
     exactly what ``purerl train`` does), else that budget in whole updates (at least one)."""
-    preset = algos.get(row.algo).presets[row.env]
+    preset = row.preset
     steps = budgets.get(row.name, preset.total_timesteps) * args.budget_scale
     per_update = preset.env_steps_per_update
     total = max(1, int(steps // per_update)) * per_update
@@ -296,7 +329,7 @@ def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[st
         notes = f"{row.notes}; measured on GPU only, not run on CPU"
         return [row.algo.upper(), row.env, notes, "-", "-", "-", row.reference, "-", "-", "-"]
     summary, cfg = outcome.summary, outcome.cfg
-    preset = algos.get(row.algo).presets[row.env]
+    preset = row.preset
     preset_steps = preset.num_updates * preset.env_steps_per_update  # whole updates, as run
     run_steps = cfg.num_updates * cfg.env_steps_per_update
     budget = f"{run_steps:,} steps"

@@ -43,9 +43,16 @@ def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options
     return session.run(request, stop)
 
 
-@pytest.mark.parametrize("name", algos.names())
+def smoke_of(variant: str):
+    """An algorithm's name and smoke config; ``ppo+gru`` is PPO's with a small GRU."""
+    name, _, network = variant.partition("+")
+    cfg = algos.get(name).smoke
+    return name, dataclasses.replace(cfg, network=network, rnn_size=16) if network else cfg
+
+
+@pytest.mark.parametrize("variant", [*algos.names(), "ppo+gru"])
 @pytest.mark.slow
-def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, name):
+def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, variant):
     programs = []
     compile_chunk = loop.compile_chunk
 
@@ -55,7 +62,8 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, nam
         return compile_chunk(algo, agents, *args, **kwargs)
 
     monkeypatch.setattr(loop, "compile_chunk", record_program)
-    cfg = dataclasses.replace(algos.get(name).smoke, num_seeds=2)
+    name, cfg = smoke_of(variant)
+    cfg = dataclasses.replace(cfg, num_seeds=2)
     whole = run(name, cfg, tmp_path / "whole")
     stopped = run(name, cfg, tmp_path / "cut", stop=StopAfter(3))
     assert stopped.result.interrupted and stopped.summary.num_updates == 3

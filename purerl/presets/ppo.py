@@ -150,6 +150,32 @@ PRESETS: dict[str, PPOConfig] = {
         # (comparison in BENCHMARKS.md).
         clip_value_loss=False,
     ),
+    # Memory tasks, with a GRU (docs/guide.md, "Recurrent policies"): 16 envs x 32 steps
+    # (about five 6-step episodes of MemoryChain per env and rollout), a 64-unit embedding and
+    # cell; --network mlp gives the same run without memory.
+    "MemoryChain-bsuite": PPOConfig(
+        env="MemoryChain-bsuite",
+        network="gru",
+        num_envs=16,
+        rollout_len=32,
+        hidden_sizes=(64,),
+        rnn_size=64,
+        total_timesteps=32_768,
+    ),
+    # CartPole from positions alone: rewards scaled (values in the hundreds would otherwise
+    # swamp the policy's share of the shared torso), lr 1e-3, 8 minibatches of 2 env sequences.
+    "CartPole-NoVelocity-v1": PPOConfig(
+        env="CartPole-NoVelocity-v1",
+        network="gru",
+        num_envs=16,
+        rollout_len=128,
+        num_minibatches=8,
+        lr=1e-3,
+        normalize_reward=True,
+        hidden_sizes=(64,),
+        rnn_size=64,
+        total_timesteps=300_000,
+    ),
     **{env: minatar(env) for env in MINATAR_GAMES},
     # Asterix takes a lower learning rate: at Breakout's 5e-3 its updates clip many of the
     # ratios, and 2.5e-3 was the best of a grid on the tuning seeds. Asterix and Freeway take

@@ -58,6 +58,18 @@ PRESETS: dict[str, PQNConfig] = {
     # left some tuning seeds short of solving CartPole, these solved all of them (BENCHMARKS.md).
     "CartPole-v1": PQNConfig(env="CartPole-v1", num_envs=32, rollout_len=32, lr=1e-3),
     "Acrobot-v1": PQNConfig(env="Acrobot-v1", num_envs=16, rollout_len=32, total_timesteps=500_000),
+    # A memory task with a GRU (docs/guide.md, "Recurrent policies"); --network mlp gives the
+    # same run without memory.
+    "MemoryChain-bsuite": PQNConfig(
+        env="MemoryChain-bsuite",
+        network="gru",
+        num_envs=16,
+        rollout_len=32,
+        lr=1e-3,
+        hidden_sizes=(64,),
+        rnn_size=64,
+        total_timesteps=65_536,
+    ),
     **{env: minatar(env) for env in MINATAR_GAMES},
     # Snake 10x10 from its [10, 10, 3] grid, 256 games as for PPO and DQN.
     "Snake-v0": PQNConfig(

@@ -247,13 +247,18 @@ class MemoryConfig:
                 f"--bptt-len {self.bptt_len} must divide --rollout-len {self.rollout_len} "
                 "(0 backpropagates through the whole rollout)"
             )
-        sequences = self.num_envs * (self.rollout_len // length)
-        if sequences % self.num_minibatches:
+        self.check_sequences(self.num_envs)
+
+    def check_sequences(self, num_envs: int) -> None:
+        """Minibatches are whole sequences: ``num_minibatches`` must divide the sequences of
+        ``num_envs`` environments (those of one device, in data-parallel runs)."""
+        windows = self.rollout_len // self.sequence_len
+        sequences = num_envs * windows
+        if self.network != "mlp" and sequences % self.num_minibatches:
             raise ConfigError(
                 f"--num-minibatches {self.num_minibatches} does not divide the {sequences} "
-                f"sequences of a {self.network} update (num_envs {self.num_envs} x "
-                f"rollout_len / bptt_len {self.rollout_len // length}): minibatches are whole "
-                "sequences; pick a divisor"
+                f"sequences of a {self.network} update ({num_envs} envs x rollout_len / "
+                f"bptt_len {windows}): minibatches are whole sequences; pick a divisor"
             )
 
     @property

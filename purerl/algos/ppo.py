@@ -24,7 +24,7 @@ from purerl.config import (
     require_positive,
     require_unit_interval,
 )
-from purerl.core.nets import ActorCritic, RecurrentActorCritic, initial_hidden, make_actor_critic
+from purerl.core.nets import ActorCritic, RecurrentActorCritic, make_actor_critic
 from purerl.core.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
 from purerl.core.ops.optim import current_lr, make_optimizer
 from purerl.core.ops.returns import compute_gae
@@ -43,6 +43,8 @@ from purerl.core.rollout import (
     Rollout,
     RolloutValues,
     collect,
+    fresh_memory,
+    init_network,
     recurrent_rollout_values,
     rollout_values,
 )
@@ -252,11 +254,7 @@ def make_ppo(
             f"{num_envs * cfg.rollout_len}"
         )
     recurrent = cfg.network != "mlp"
-    if recurrent and (num_envs * (cfg.rollout_len // cfg.sequence_len)) % cfg.num_minibatches:
-        raise ConfigError(
-            f"--num-minibatches {cfg.num_minibatches} does not divide the per-device "
-            f"{num_envs * (cfg.rollout_len // cfg.sequence_len)} sequences"
-        )
+    cfg.check_sequences(num_envs)
     network = make_actor_critic(
         env.spec,
         cfg.hidden_sizes,
@@ -272,17 +270,13 @@ def make_ppo(
     def optimizer(hparams: PPOHparams):
         return make_optimizer(hparams.lr, hparams.max_grad_norm, anneal_over=anneal)
 
-    def initial_memory(batch: int) -> Memory:
-        return Memory(initial_hidden(cfg.network, cfg.rnn_size, batch), jnp.ones(batch, bool))
+    initial_memory = functools.partial(fresh_memory, cfg.network, cfg.rnn_size)
 
     def init(key: Key) -> PPOState:
         net_key, env_key = jax.random.split(key)
         env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
         memory = initial_memory(num_envs) if recurrent else ()
-        if recurrent:
-            params = network.init(net_key, memory.hidden, obs[None], memory.start[None])
-        else:
-            params = network.init(net_key, obs)
+        params = init_network(network, net_key, obs, memory)
         hparams = PPOHparams.from_config(cfg)
         return PPOState(
             params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams, memory

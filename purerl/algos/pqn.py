@@ -29,7 +29,7 @@ from purerl.config import (
     require_unit_interval,
 )
 from purerl.core.distributions import EpsilonGreedy
-from purerl.core.nets import QNetwork, RecurrentQNetwork, initial_hidden, make_q_network
+from purerl.core.nets import QNetwork, RecurrentQNetwork, make_q_network
 from purerl.core.ops.losses import masked_mean, td_loss
 from purerl.core.ops.optim import Optimizer, current_lr, linear_schedule, make_optimizer
 from purerl.core.ops.returns import compute_lambda_returns
@@ -48,6 +48,8 @@ from purerl.core.rollout import (
     Rollout,
     RolloutValues,
     collect,
+    fresh_memory,
+    init_network,
     recurrent_rollout_values,
     rollout_values,
 )
@@ -196,11 +198,7 @@ def make_pqn(
             f"{num_envs * cfg.rollout_len}"
         )
     recurrent = cfg.network != "mlp"
-    if recurrent and (num_envs * (cfg.rollout_len // cfg.sequence_len)) % cfg.num_minibatches:
-        raise ConfigError(
-            f"--num-minibatches {cfg.num_minibatches} does not divide the per-device "
-            f"{num_envs * (cfg.rollout_len // cfg.sequence_len)} sequences"
-        )
+    cfg.check_sequences(num_envs)
     network = make_q_network(
         env.spec,
         cfg.hidden_sizes,
@@ -218,17 +216,13 @@ def make_pqn(
             hparams.lr, hparams.max_grad_norm, anneal_over=anneal, kind=cfg.optimizer
         )
 
-    def initial_memory(batch: int) -> Memory:
-        return Memory(initial_hidden(cfg.network, cfg.rnn_size, batch), jnp.ones(batch, bool))
+    initial_memory = functools.partial(fresh_memory, cfg.network, cfg.rnn_size)
 
     def init(key: Key) -> PQNState:
         net_key, env_key = jax.random.split(key)
         env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
         memory = initial_memory(num_envs) if recurrent else ()
-        if recurrent:
-            params = network.init(net_key, memory.hidden, obs[None], memory.start[None])
-        else:
-            params = network.init(net_key, obs)
+        params = init_network(network, net_key, obs, memory)
         hparams = PQNHparams.from_config(cfg)
         return PQNState(
             params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams, memory

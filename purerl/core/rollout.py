@@ -33,6 +33,22 @@ class Memory(NamedTuple):
     to its initial value before reading it)."""
 
 
+def fresh_memory(kind: str, size: int, batch: int) -> Memory:
+    """The memory of ``batch`` environments about to start episodes, for a ``kind`` cell of
+    ``size`` units (``purerl.core.nets.initial_hidden``)."""
+    from purerl.core.nets import initial_hidden
+
+    return Memory(initial_hidden(kind, size, batch), jnp.ones(batch, bool))
+
+
+def init_network(network: Any, key: Key, obs: Array, memory: Memory | tuple) -> PyTree:
+    """A network's parameters for observations ``[B, ...]``; a recurrent one (given its
+    ``memory``, ``()`` for none) is initialised on one step from it."""
+    if memory == ():
+        return network.init(key, obs)
+    return network.init(key, memory.hidden, obs[None], memory.start[None])
+
+
 RecurrentActFn = Callable[[Memory, Array, Key], tuple[PyTree, PolicyStep]]
 """``act(memory, obs [B, ...], key) -> (hidden after the step, PolicyStep)``."""
 

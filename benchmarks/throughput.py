@@ -5,16 +5,19 @@
     python -m benchmarks.throughput --peers reference rejax            # also rejax (pip install)
     python -m benchmarks.throughput --algo sac --env Pendulum-v1 --peers reference rejax
     python -m benchmarks.throughput --num-devices 2                    # seeds over 2 CPU devices
+    python -m benchmarks.throughput --network gru --env CartPole-NoVelocity-v1 --peers reference mlp
 
 Each configuration trains its whole budget as one compiled program (every seed vmapped; one
 seed unmapped). The peers run the same hyperparameters in the same process, alternating call by
 call with purerl (A B A B ...): ``reference`` is the minimal single-closure PPO / DQN of
-``benchmarks/reference.py`` (SAC: ``benchmarks/reference_sac.py``), written in PureJaxRL's style
-as the bar to clear, ``rejax`` the public rejax 0.1.3. Following ../shared/MEASURING.md: compile
-is timed on its own (AOT; purerl's init program and chunk, a peer's one program that initialises
-and trains), then a warm-up call and ``--repeats`` calls on fresh seeds; the table
-quotes their median, and the ratio column is the median of purerl's per-pair speed-ups over the
-peer. Steps count environment steps of all seeds together.
+``benchmarks/reference.py`` (SAC: ``benchmarks/reference_sac.py``; PPO with ``--network gru``:
+``benchmarks/reference_rnn_ppo.py``), written in PureJaxRL's style as the bar to clear, ``rejax``
+the public rejax 0.1.3, and ``mlp`` purerl itself with the feed-forward torso at the same
+configuration and budget (beside ``--network gru`` or ``lstm``: what the recurrent torso costs).
+Following ../shared/MEASURING.md: compile is timed on its own (AOT; purerl's init program and
+chunk, a peer's one program that initialises and trains), then a warm-up call and ``--repeats``
+calls on fresh seeds; the table quotes their median, and the ratio column is the median of
+purerl's per-pair speed-ups over the peer. Steps count environment steps of all seeds together.
 
 With ``--num-devices D`` purerl splits the seeds over D devices (``purerl train --num-devices D``;
 on a CPU, D XLA:CPU devices), and each peer runs twice: as published (vmapped on one device)
@@ -34,9 +37,10 @@ import jax
 import tyro
 from jax.sharding import PartitionSpec as P
 
-from benchmarks import peers, reference, reference_sac
+from benchmarks import peers, reference, reference_rnn_ppo, reference_sac
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl import algos, envs
+from purerl.config import Network
 from purerl.core.loop import compile_chunk, init_agents
 from purerl.core.parallel import (
     DEVICE_AXIS,
@@ -61,6 +65,14 @@ class BenchArgs:
     """Steps per environment per update."""
     learning_starts: Annotated[int | None, hint("the preset's", "INT")] = None
     """Environment steps before learning starts (off-policy algorithms)."""
+    hidden_sizes: Annotated[tuple[int, ...] | None, hint("the preset's", "INT [INT ...]")] = None
+    """Hidden layer widths."""
+    network: Annotated[Network | None, hint("the preset's", "{mlp,gru,lstm}")] = None
+    """Torso (PPO, PQN): mlp, or a gru or lstm cell after the MLP."""
+    rnn_size: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Width of the gru or lstm cell."""
+    bptt_len: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Steps per replayed sequence of a recurrent update (0: the whole rollout)."""
     seeds: tuple[int, ...] = (1, 8)
     """Numbers of vmapped seeds to measure, one row each."""
     total_timesteps: int = 500_000
@@ -68,15 +80,26 @@ class BenchArgs:
     repeats: int = 3
     """Timed calls after the warm-up call."""
     peers: tuple[str, ...] = ("reference",)
-    """Implementations timed beside purerl: reference, rejax (pip install rejax), or none."""
+    """Implementations timed beside purerl: reference, rejax (pip install rejax), mlp (purerl
+    with the feed-forward torso, beside a recurrent one), or none."""
     num_devices: int = 1
     """Devices the seeds are split over (CPU devices on a CPU); rows whose seeds do not divide
     run on one device."""
 
 
+def reference_ppo(cfg):
+    """The feed-forward PPO reference, or the recurrent one for a recurrent network."""
+    if cfg.network == "mlp":
+        return reference.make_ppo_train(cfg)
+    return reference_rnn_ppo.make_train(cfg)
+
+
+MLP_PEER = "mlp"
+"""Not another implementation: purerl with ``network="mlp"``, the rest of the config unchanged."""
+
 PEERS = {
     "reference": {
-        "ppo": reference.make_ppo_train,
+        "ppo": reference_ppo,
         "dqn": reference.make_dqn_train,
         "sac": reference_sac.make_sac_train,
     },
@@ -151,10 +174,12 @@ def bench_config(args: BenchArgs):
         overrides["num_envs"] = args.num_envs
     if args.rollout_len is not None:
         overrides["rollout_len"] = args.rollout_len
-    if args.learning_starts is not None:
-        if not hasattr(base, "learning_starts"):
-            raise SystemExit(f"error: {args.algo} has no --learning-starts")
-        overrides["learning_starts"] = args.learning_starts
+    for field in ("learning_starts", "hidden_sizes", "network", "rnn_size", "bptt_len"):
+        value = getattr(args, field)
+        if value is not None:
+            if not hasattr(base, field):
+                raise SystemExit(f"error: {args.algo} has no --{field.replace('_', '-')}")
+            overrides[field] = value
     if args.algo == "dqn" and "rejax" in args.peers:
         overrides["hidden_sizes"] = peers.REJAX_DQN_HIDDEN
     if args.algo == "sac" and "rejax" in args.peers:
@@ -177,8 +202,12 @@ def main(args: BenchArgs) -> None:
     cfg = bench_config(args)
     chosen = [peer for peer in args.peers if peer != "none"]
     for peer in chosen:
-        if peer not in PEERS or args.algo not in PEERS[peer]:
-            raise SystemExit(f"error: no {peer} peer for {args.algo}; peers: {', '.join(PEERS)}")
+        if peer == MLP_PEER:
+            if getattr(cfg, "network", "mlp") == "mlp":
+                raise SystemExit("error: --peers mlp compares a --network gru or lstm with the mlp")
+        elif peer not in PEERS or args.algo not in PEERS[peer]:
+            names = ", ".join([*PEERS, MLP_PEER])
+            raise SystemExit(f"error: no {peer} peer for {args.algo}; peers: {names}")
     if "rejax" in chosen and not peers.rejax_available():
         raise SystemExit("error: --peers rejax needs rejax (pip install rejax)")
     print(
@@ -197,6 +226,12 @@ def main(args: BenchArgs) -> None:
         runners, compiles, where = {}, {}, {"purerl": devices}
         runners["purerl"], compiles["purerl"] = purerl_runner(args.algo, cfg, num_seeds, placement)
         for peer in chosen:
+            if peer == MLP_PEER:
+                name = f"purerl {MLP_PEER}"
+                mlp = dataclasses.replace(cfg, network=MLP_PEER)
+                runners[name], compiles[name] = purerl_runner(args.algo, mlp, num_seeds, placement)
+                where[name] = devices
+                continue
             runners[peer], compiles[peer] = peer_runner(peer, args.algo, cfg, num_seeds)
             where[peer] = 1
             if placement is not None:

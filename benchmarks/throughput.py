@@ -208,6 +208,8 @@ def main(args: BenchArgs) -> None:
         elif peer not in PEERS or args.algo not in PEERS[peer]:
             names = ", ".join([*PEERS, MLP_PEER])
             raise SystemExit(f"error: no {peer} peer for {args.algo}; peers: {names}")
+    if "reference" in chosen and getattr(cfg, "network", "mlp") == "lstm":
+        raise SystemExit("error: the recurrent reference is a GRU; time --network lstm without it")
     if "rejax" in chosen and not peers.rejax_available():
         raise SystemExit("error: --peers rejax needs rejax (pip install rejax)")
     print(
@@ -246,7 +248,8 @@ def main(args: BenchArgs) -> None:
             speedup = "-"
             if name != "purerl":
                 ratios = [b / a for a, b in zip(times["purerl"], times[name], strict=True)]
-                speedup = f"{statistics.median(ratios):.2f}x"
+                ratio = statistics.median(ratios)
+                speedup = f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.3f}x"
             print(
                 f"| {name} | {num_seeds} | {where[name]} | {compiles[name]:.1f} | {sps:,.0f} | "
                 f"{sps / num_seeds:,.0f} | {speedup} |",

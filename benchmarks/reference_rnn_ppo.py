@@ -12,7 +12,10 @@ read from the cell's state after the step; GAE; then ``num_epochs`` passes over 
 into env sequences of ``bptt_len`` steps (0: the whole rollout), shuffled into
 ``num_minibatches`` minibatches of whole sequences, each replayed from the cell's state recorded
 at its first step; clipped surrogate, clipped value loss, advantages standardised per minibatch,
-entropy bonus; Adam with global-norm clipping and the rate annealed per update.
+entropy bonus; Adam with global-norm clipping and the rate annealed per update. With
+``normalize_reward`` (the CartPole-NoVelocity-v1 preset's), rewards are divided by the running
+standard deviation of each env's discounted return and clipped to [-10, 10], as purerl's
+``ScaleReward`` does.
 
 What it leaves out, being the least work the algorithm needs: environment wrappers, episode
 statistics, metrics beyond the summed reward, masks over valid steps (gymnax resets in the same
@@ -144,6 +147,29 @@ def sequence_starts(first_hidden, hidden_after, length: int):
     return starts.reshape(-1, starts.shape[-1])
 
 
+class ReturnScale(NamedTuple):
+    """Each env's discounted return ``[B]`` so far and running statistics of all of them."""
+
+    returns: jax.Array
+    mean: jax.Array
+    var: jax.Array
+    count: jax.Array
+
+
+def scale_rewards(stats: ReturnScale, reward, done, gamma: float):
+    """Rewards ``[B]`` over the running standard deviation of the discounted return, clipped to
+    [-10, 10]; the batch of returns is merged into the statistics first (Chan et al. 1979)."""
+    returns = stats.returns * gamma + reward
+    n = returns.shape[0]
+    delta = returns.mean() - stats.mean
+    total = stats.count + n
+    m2 = stats.var * stats.count + returns.var() * n + delta**2 * stats.count * n / total
+    var = m2 / total
+    scaled = jnp.clip(reward / jnp.sqrt(var + 1e-8), -10.0, 10.0)
+    return scaled, ReturnScale(jnp.where(done, 0.0, returns), stats.mean + delta * n / total,
+                               var, total)  # fmt: skip
+
+
 class Step(NamedTuple):
     obs: jax.Array
     reset: jax.Array
@@ -161,6 +187,8 @@ def make_train(cfg: Any):
     """Recurrent PPO for ``cfg`` (a ``PPOConfig`` with ``network="gru"``), one seed per call."""
     if cfg.network != "gru":
         raise ValueError(f"the recurrent reference is a GRU, not {cfg.network!r}")
+    if cfg.normalize_obs:
+        raise ValueError("the recurrent reference does not normalise observations")
     env, env_params, num_actions, view = gymnax_env(cfg.env)
     network = RecurrentAgent(tuple(cfg.hidden_sizes), cfg.rnn_size, num_actions, cfg.activation)
     num_envs, num_steps = cfg.num_envs, cfg.rollout_len
@@ -185,11 +213,13 @@ def make_train(cfg: Any):
         obs = view(obs)
         hidden = jnp.zeros((num_envs, cfg.rnn_size))
         reset = jnp.ones(num_envs, bool)
+        zero = jnp.zeros(())
+        env_state = (env_state, ReturnScale(jnp.zeros(num_envs), zero, zero + 1.0, zero + 1e-4))
         params = network.init(net_key, hidden, obs[None], reset[None])
         opt_state = tx.init(params)
 
         def env_step(carry, step_key):
-            params, env_state, obs, hidden, reset = carry
+            params, (env_state, scale), obs, hidden, reset = carry
             act_key, env_key = jax.random.split(step_key)
             hidden_after, logits, value = network.apply(params, hidden, obs[None], reset[None])
             logits, value = logits[0], value[0]
@@ -199,10 +229,12 @@ def make_train(cfg: Any):
                 env.step, (0, 0, 0, None)
             )(jax.random.split(env_key, num_envs), env_state, action, env_params)
             done = terminated | truncated
+            if cfg.normalize_reward:
+                reward, scale = scale_rewards(scale, reward, done, cfg.gamma)
             final_obs = view(info["final_observation"])
             step = Step(obs, reset, action, log_prob, value, reward, terminated, done, final_obs,
                         hidden_after)  # fmt: skip
-            return (params, env_state, view(next_obs), hidden_after, done), step
+            return (params, (env_state, scale), view(next_obs), hidden_after, done), step
 
         def bootstrap_values(params, traj, obs, hidden, reset):
             """Values each step reached: its final observation's (from the state after the

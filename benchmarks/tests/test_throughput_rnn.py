@@ -11,15 +11,17 @@ from benchmarks.tests.runs import run_module
 from purerl import envs
 from purerl.algos.ppo import PPOBatch, PPOConfig, PPOHparams, ppo_loss
 from purerl.core.nets import make_actor_critic
+from purerl.core.ops.normalize import init_running_stats, update_running_stats
 from purerl.core.ops.sgd import split_sequences
 
 
 @pytest.mark.slow  # three training programs to compile: about 15 s on a quiet core
 def test_tiny_gru_bench_prints_every_row():
+    # The env's preset (a GRU, 8 minibatches, rewards scaled) at a toy size: 8 sequences of 2.
     proc = run_module(
         "benchmarks.throughput",
         *("--env", "CartPole-NoVelocity-v1", "--network", "gru", "--rnn-size", "8"),
-        *("--hidden-sizes", "8", "--num-envs", "2", "--rollout-len", "8", "--bptt-len", "4"),
+        *("--hidden-sizes", "8", "--num-envs", "2", "--rollout-len", "8", "--bptt-len", "2"),
         *("--total-timesteps", "16", "--seeds", "1", "--repeats", "1"),
         *("--peers", "reference", "mlp"),
     )
@@ -101,3 +103,33 @@ def test_reference_rnn_ppo_loss_equals_purerls():
 
     ours, theirs = both()
     np.testing.assert_allclose(theirs, ours, rtol=1e-5, atol=1e-6)
+
+
+def test_reference_reward_scale_equals_purerls():
+    """``normalize_reward``: the reference's scaled rewards and running statistics are those of
+    purerl's ``ScaleReward`` step (its arithmetic, run here from purerl's running statistics)."""
+    rng = np.random.default_rng(1)
+    rewards = jnp.asarray(rng.normal(size=(6, 4)), jnp.float32)
+    dones = jnp.asarray(rng.random((6, 4)) < 0.3)
+    gamma = 0.99
+
+    @jax.jit
+    def both():
+        stats, returns = init_running_stats(()), jnp.zeros(4)
+        ref = reference_rnn_ppo.ReturnScale(
+            jnp.zeros(4), jnp.zeros(()), jnp.ones(()), jnp.array(1e-4)
+        )
+        ours, theirs = [], []
+        for reward, done in zip(rewards, dones, strict=True):
+            returns = returns * gamma + reward
+            stats = update_running_stats(stats, returns)
+            ours.append(jnp.clip(reward / jnp.sqrt(stats.var + 1e-8), -10.0, 10.0))
+            returns = jnp.where(done, 0.0, returns)
+            scaled, ref = reference_rnn_ppo.scale_rewards(ref, reward, done, gamma)
+            theirs.append(scaled)
+        return jnp.stack(ours), jnp.stack(theirs), stats, ref
+
+    ours, theirs, stats, ref = both()
+    np.testing.assert_allclose(theirs, ours, rtol=1e-6)
+    np.testing.assert_allclose([ref.mean, ref.var, ref.count], [stats.mean, stats.var, stats.count],
+                               rtol=1e-6)  # fmt: skip

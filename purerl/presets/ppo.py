@@ -177,6 +177,10 @@ PRESETS: dict[str, PPOConfig] = {
         total_timesteps=300_000,
     ),
     **{env: minatar(env) for env in MINATAR_GAMES},
+    # The MinAtar setting with a GRU of 256 after one 256-unit layer (not tuned for flicker).
+    "Breakout-MinAtar-Flicker": dataclasses.replace(
+        minatar("Breakout-MinAtar-Flicker"), network="gru", hidden_sizes=(256,), rnn_size=256
+    ),
     # Asterix takes a lower learning rate: at Breakout's 5e-3 its updates clip many of the
     # ratios, and 2.5e-3 was the best of a grid on the tuning seeds. Asterix and Freeway take
     # gymnax-blines' 10M-step budget, as at 5M they fall short of its figures (BENCHMARKS.md).

@@ -187,3 +187,18 @@ def test_two_processes_train_one_data_parallel_agent_and_agree():
     lines = [out.strip().splitlines()[-1] for out, _ in outputs]
     assert lines[0].startswith("devices=2 process=0") and lines[1].startswith("devices=2 process=1")
     assert lines[0].split("digest=")[1] == lines[1].split("digest=")[1]
+
+
+@pytest.mark.slow
+def test_a_recurrent_agent_trains_data_parallel_and_evaluates_on_one_device(tmp_path):
+    # Each device carries the memory of its own environments from a shared initial state.
+    proc = run_python(
+        "-m", "purerl", "train", "ppo", "--env", "MemoryChain-bsuite", "--network", "gru",
+        "--rnn-size", "8", "--hidden-sizes", "8", "--num-envs", "8", "--rollout-len", "12",
+        "--total-timesteps", "384", "--num-devices", "2", "--parallel", "data",
+        "--run-dir", str(tmp_path / "run"), "--no-progress", devices=2,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "devices: 2 x cpu (data-parallel)" in proc.stdout
+    evaluated = run_cli("eval", tmp_path / "run", "--episodes", "4")
+    assert evaluated.code == 0 and "over 4 episodes" in evaluated.stdout, evaluated.stderr

@@ -36,6 +36,7 @@ from purerl.core.ops.sgd import (
     pmean,
     split_sequences,
     time_major,
+    vary_over_axis,
 )
 from purerl.core.rollout import (
     Memory,
@@ -275,7 +276,7 @@ def make_ppo(
     def init(key: Key) -> PPOState:
         net_key, env_key = jax.random.split(key)
         env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
-        memory = initial_memory(num_envs) if recurrent else ()
+        memory = vary_over_axis(initial_memory(num_envs), axis_name) if recurrent else ()
         params = init_network(network, net_key, obs, memory)
         hparams = PPOHparams.from_config(cfg)
         return PPOState(

@@ -35,6 +35,14 @@ def fold_in_axis(key: Key, axis_name: str | None) -> Key:
     return key if axis_name is None else jax.random.fold_in(key, jax.lax.axis_index(axis_name))
 
 
+def vary_over_axis(tree: PyTree, axis_name: str | None) -> PyTree:
+    """``tree`` typed as differing along the named mapped axis (``shard_map``'s varying
+    arrays), as anything computed from a device's own data is. A loop carry that starts from
+    constants (a recurrent network's initial state) needs it: its type may not change from one
+    step to the next."""
+    return tree if axis_name is None else jax.lax.pcast(tree, axis_name, to="varying")
+
+
 def flatten_time_batch(tree: PyTree) -> PyTree:
     """``[T, B, ...]`` leaves to ``[T * B, ...]``."""
     return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), tree)

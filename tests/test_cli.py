@@ -91,6 +91,10 @@ def test_default_run_dir_goes_under_runs(tmp_path, monkeypatch):
         (["--seed", "-1"], "--seed must lie in"),
         (["--lr"], "Missing value for argument '--lr'"),
         (["--no-such-flag", "1"], "Unrecognized options: --no-such-flag"),
+        (["--bogus-flag"], "Unrecognized options: --bogus-flag"),
+        (["--lr", "abc"], "Error parsing --lr: could not convert string to float: 'abc'"),
+        (["--network", "rnn"], "Expected one of ('mlp', 'gru', 'lstm')"),
+        (["--network", "gru", "--bptt-len", "5"], "--bptt-len 5 must divide --rollout-len 16"),
         (["--preset", "NoSuchPreset"], "unknown preset 'NoSuchPreset' for ppo; presets:"),
         (["--resume-from", "3"], "--resume-from goes with --resume"),
         (["--config", "a.json", "--resume", "b"], "--resume and --config exclude each other"),
@@ -325,3 +329,18 @@ def test_a_saved_config_reproduces_the_run_bit_for_bit(tiny_run, tmp_path):
     assert result.code == 0, result.stderr
     strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_time_s"} for r in rs]  # noqa: E731
     assert strip(rows(again)) == strip(rows(tiny_run))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "╭─ Value error ──────╮\n│ Error parsing --lr: 'abc' │\n│ ─────────── │\n"
+        "│ Argument helptext: │\n╰────────╯\n",
+        "Value error\n-----------\nError parsing --lr: 'abc'\n-----------\nArgument helptext:\n",
+    ],
+    ids=["boxed", "plain"],
+)
+def test_a_parser_error_is_condensed_to_its_message(text):
+    from purerl.cli.parsing import first_paragraph
+
+    assert first_paragraph(text) == "Error parsing --lr: 'abc'"

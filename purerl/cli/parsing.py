@@ -85,6 +85,7 @@ def first_paragraph(text: str) -> str:
     its own line above a rule of dashes); the message is the paragraph after the title.
     """
     lines = [raw.strip().strip("│").strip() for raw in text.splitlines()]
+    boxed = any(line.startswith("╭") for line in lines)
     lines = [line for line in lines if not line.startswith(("╭", "╰"))]
 
     def is_rule(line: str) -> bool:
@@ -92,7 +93,7 @@ def first_paragraph(text: str) -> str:
 
     while lines and not lines[0]:
         lines.pop(0)
-    if len(lines) > 1 and is_rule(lines[1]):
+    if not boxed and len(lines) > 1 and is_rule(lines[1]):
         lines = lines[2:]  # a plain title and its rule
     message = []
     for line in lines:

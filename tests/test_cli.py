@@ -344,3 +344,17 @@ def test_a_parser_error_is_condensed_to_its_message(text):
     from purerl.cli.parsing import first_paragraph
 
     assert first_paragraph(text) == "Error parsing --lr: 'abc'"
+
+
+def test_dry_run_prints_the_resolved_configuration():
+    result = run_cli("train", "ppo", "--env", "CartPole-NoVelocity-v1", "--dry-run", "--lr", "3e-4")
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    expected_lines = [
+        "  --network gru",
+        "  --lr 0.0003",
+        "  --hidden-sizes 64",
+        "  --no-normalize-obs",
+    ]
+    for expected in expected_lines:
+        assert expected in lines, result.stdout

@@ -47,8 +47,8 @@ class Sources:
     resume_from: Annotated[int | None, hint("the newest readable", "UPDATE")] = None
     """With --resume: the checkpoint (its update count) to continue from."""
     dry_run: bool = False
-    """Check the configuration, devices and environment, print what the run would do, and
-    write nothing."""
+    """Check the configuration, devices and environment, print what the run would do and the
+    resolved configuration, and write nothing."""
 
 
 @functools.cache
@@ -155,6 +155,23 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
     )
 
 
+def format_config(cfg: Any) -> str:
+    """The resolved configuration as the flags that give it, one per line."""
+
+    def text(value: Any) -> str:
+        if isinstance(value, tuple):
+            return " ".join(map(str, value)) if value else "(none)"
+        return str(value)
+
+    def line(name: str, value: Any) -> str:
+        if isinstance(value, bool):
+            return flag(name) if value else "--no-" + flag(name)[2:]
+        return f"{flag(name)} {text(value)}"
+
+    lines = [f"  {line(f.name, getattr(cfg, f.name))}" for f in dataclasses.fields(cfg)]
+    return "\n".join(["configuration:", *lines])
+
+
 def train_algo(name: str, argv: Sequence[str], prog: str) -> int:
     """``purerl train <name> ARGV`` under the program name ``prog`` (which names the
     algorithm already: ``purerl train ppo``, or an ``experiments/`` script)."""
@@ -166,6 +183,7 @@ def train_algo(name: str, argv: Sequence[str], prog: str) -> int:
             print(describe_setup(setup))
             if hint := cpu_split_hint(setup):
                 print(hint)
+            print(format_config(request.cfg))
             print("dry run: the configuration is valid; nothing was written")
             return 0
         enable_compilation_cache(request.options.compilation_cache)

@@ -34,8 +34,8 @@ from purerl.core.ops.sgd import (
     fold_in_axis,
     minibatch_epochs,
     pmean,
+    replay_sequences,
     split_sequences,
-    time_major,
     vary_over_axis,
 )
 from purerl.core.rollout import (
@@ -196,9 +196,8 @@ def evaluate_batch(
     """The policy and values on a minibatch, with its data flat ``[N]`` in the same order: a
     recurrent network replays each sequence from its recorded memory (time-major)."""
     if isinstance(batch, Sequences):
-        steps = jax.tree.map(time_major, batch.data)
-        _, dist, values = network.apply(params, batch.hidden, steps.obs, time_major(batch.start))
-        return dist, values, flatten_time_batch(steps)
+        (_, dist, values), flat = replay_sequences(functools.partial(network.apply, params), batch)
+        return dist, values, flat
     dist, values = network.apply(params, batch.obs)
     return dist, values, batch
 

@@ -39,8 +39,8 @@ from purerl.core.ops.sgd import (
     fold_in_axis,
     minibatch_epochs,
     pmean,
+    replay_sequences,
     split_sequences,
-    time_major,
     vary_over_axis,
 )
 from purerl.core.rollout import (
@@ -163,9 +163,8 @@ def q_values_of(
     """Action values on a minibatch, with its data flat ``[N]`` in the same order: a recurrent
     network replays each sequence from its recorded memory (time-major)."""
     if isinstance(batch, Sequences):
-        steps = jax.tree.map(time_major, batch.data)
-        _, q_values = network.apply(params, batch.hidden, steps.obs, time_major(batch.start))
-        return q_values, flatten_time_batch(steps)
+        (_, q_values), flat = replay_sequences(functools.partial(network.apply, params), batch)
+        return q_values, flat
     return network.apply(params, batch.obs), batch
 
 

@@ -81,6 +81,14 @@ def time_major(x: Array) -> Array:
     return x.swapaxes(0, 1)
 
 
+def replay_sequences(apply: Callable[..., Any], seqs: Sequences) -> tuple[Any, PyTree]:
+    """A recurrent network over minibatch sequences: ``apply(hidden [S, ...], obs [L, S, ...],
+    start [L, S])`` from each sequence's recorded state, and the per-step data flat ``[L * S]``
+    in the time-major order of its outputs."""
+    steps = jax.tree.map(time_major, seqs.data)
+    return apply(seqs.hidden, steps.obs, time_major(seqs.start)), flatten_time_batch(steps)
+
+
 def shuffle_into_minibatches(key: Key, batch: PyTree, num_minibatches: int) -> PyTree:
     """A random permutation of ``batch`` (leaves ``[N, ...]``), split to ``[M, N / M, ...]``."""
     size = jax.tree.leaves(batch)[0].shape[0]

@@ -56,7 +56,7 @@ def test_command_prints_stats_and_writes_video(trained, tmp_path):
         (["{run}", "--checkpoint", "99999"], "no checkpoint '99999'"),
         (["{run}", "--seed-index", "5"], "--seed-index must lie in [0, 2)"),
         (["{run}", "--episodes", "0"], "--episodes must lie in [1, 100000]"),
-        (["{run}", "--video", "v.mp4"], "--video writes a GIF"),
+        (["{run}", "--video", "v.webm"], "give a path ending in .mp4 or .gif"),
         (["{run}", "--episodes", "x"], "Error parsing --episodes"),
     ],
 )

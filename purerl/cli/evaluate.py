@@ -3,8 +3,9 @@
 Loads a checkpoint of the run (``--checkpoint latest``, ``best`` or an update count), plays
 ``--episodes`` fresh episodes per trained seed with the greedy policy (``--no-greedy`` acts as
 in training: sampled actions, or epsilon-greedy at the final epsilon), and prints mean / std /
-min / max return per seed. ``--video out.gif`` also records one episode of ``--seed-index``
-(default the first seed). Reading a run never changes it, and works while it trains.
+min / max return per seed. ``--video out.mp4`` (or ``out.gif``) also records one episode of
+``--seed-index`` (default the first seed). Reading a run never changes it, and works while it
+trains.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import tyro
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.options import hint
+from purerl.run.video import FORMATS, require_writer, write_video
 from purerl.runtime import enable_compilation_cache
 
 MAX_EPISODES = 100_000
@@ -42,8 +44,8 @@ class EvalArgs:
     """Take the most likely action (--no-greedy acts as in training)."""
     seed_index: Annotated[int | None, hint("all seeds", "INDEX")] = None
     """Evaluate only this trained seed (0-based index into the run's seeds)."""
-    video: Annotated[str | None, hint("none", "PATH.gif")] = None
-    """Write one episode as an animated GIF here."""
+    video: Annotated[str | None, hint("none", "PATH.mp4")] = None
+    """Write one episode here: H.264 MP4 (.mp4, needs purerl[video]) or animated GIF (.gif)."""
     fps: int = 30
     """Frames per second of the video."""
     max_steps: int = 10_000
@@ -58,12 +60,16 @@ class EvalArgs:
             raise ConfigError(f"--fps must lie in [1, 1000], got {self.fps}")
         if self.seed < 0:
             raise ConfigError(f"--seed must be non-negative, got {self.seed}")
-        if self.video is not None and not self.video.lower().endswith(".gif"):
-            raise ConfigError(f"--video writes a GIF; give a path ending in .gif, not {self.video}")
+        if self.video is not None and Path(self.video).suffix.lower() not in FORMATS:
+            raise ConfigError(
+                f"--video writes MP4 or GIF; give a path ending in .mp4 or .gif, not {self.video}"
+            )
 
 
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(EvalArgs, argv, prog, __doc__)
+    if args.video:  # a missing writer is found before minutes of evaluation, not after
+        require_writer(args.video, f"--video {args.video}")
     if args.video and sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
         # MuJoCo (Brax's frames) picks its OpenGL backend once, when first imported; without a
         # display its default (GLFW) cannot start, while EGL renders headless.
@@ -101,17 +107,16 @@ def main(argv: Sequence[str], prog: str) -> int:
     if unfinished:
         print(f"{unfinished} episode(s) did not finish within --max-steps {args.max_steps}")
     if args.video:
-        write_video(run, args)
+        record_video(run, args)
     return 0
 
 
-def write_video(run, args: EvalArgs) -> None:
+def record_video(run, args: EvalArgs) -> None:
     from purerl.run.evaluate import record_episode
-    from purerl.run.video import write_gif
 
     index = args.seed_index or 0
     recording = record_episode(run, index, args.seed, args.greedy, args.max_steps)
-    write_gif(recording.frames, Path(args.video), args.fps)
+    write_video(recording.frames, Path(args.video), args.fps)
     ret = (
         "unfinished" if recording.episode_return is None else f"return {recording.episode_return:g}"
     )

@@ -7,7 +7,7 @@
 | ``checkpoint`` | orbax checkpoints (the only module that imports orbax) |
 | ``sinks``, ``tensorboard``, ``wandb_sink`` | progress bar, TensorBoard and W&B logging |
 | ``plots``, ``compare`` | learning-curve PNGs and comparison tables |
-| ``evaluate``, ``policy``, ``video`` | trained agents from checkpoints: returns, policies, GIFs |
+| ``evaluate``, ``policy``, ``video`` | trained agents from checkpoints: returns, policies, videos |
 | ``signals``, ``capacity`` | Ctrl-C and SIGTERM; memory and disk checks |
 | ``extras`` | optional packages, with the pip command that installs them |
 

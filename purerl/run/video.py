@@ -1,4 +1,5 @@
-"""Writing evaluation videos: animated GIFs from RGB frames (Pillow)."""
+"""Writing evaluation videos from RGB frames: MP4 (H.264, through imageio-ffmpeg's ffmpeg) or
+an animated GIF (Pillow), chosen by the file's suffix."""
 
 from __future__ import annotations
 
@@ -7,8 +8,107 @@ from pathlib import Path
 
 import numpy as np
 
+from purerl.run.extras import import_extra
 
-def write_gif(frames: Sequence[np.ndarray], path: Path, fps: int = 30) -> None:
+FORMATS = (".mp4", ".gif")
+"""File suffixes ``write_video`` writes."""
+
+MP4_CRF = 18
+"""x264's constant rate factor: 0 is lossless, 51 worst; 18 is its usual "visually lossless"
+setting, and game frames of flat colours stay small at it."""
+
+
+def video_format(path: str | Path) -> str:
+    """The suffix of ``path`` (lower case) if it is a format ``write_video`` writes.
+
+    Raises:
+        ValueError: any other suffix.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(
+            f"videos are written as MP4 or GIF; give a path ending in .mp4 or .gif, not "
+            f"{Path(path).name}"
+        )
+    return suffix
+
+
+def require_writer(path: str | Path, feature: str = "an MP4 video") -> None:
+    """Checks that the writer for ``path``'s format is installed (before any work is done).
+
+    Raises:
+        ValueError: a suffix other than ``FORMATS``.
+        MissingExtraError: ``.mp4`` without imageio-ffmpeg (``pip install 'purerl[video]'``).
+    """
+    if video_format(path) == ".mp4":
+        import_extra("imageio_ffmpeg", "'purerl[video]'", feature)
+
+
+def write_video(frames: Sequence[np.ndarray], path: str | Path, fps: int = 30) -> None:
+    """Writes uint8 ``[H, W, 3]`` frames as an MP4 or a GIF, by the suffix of ``path``.
+
+    Raises:
+        ValueError: no frames, or a suffix other than ``.mp4`` and ``.gif``.
+        MissingExtraError: ``.mp4`` without imageio-ffmpeg.
+    """
+    if video_format(path) == ".mp4":
+        write_mp4(frames, path, fps)
+    else:
+        write_gif(frames, path, fps)
+
+
+def even_frame(frame: np.ndarray) -> np.ndarray:
+    """``frame`` (``[H, W, 3]`` uint8) with its last row and column repeated where H or W is
+    odd: H.264 in 4:2:0 colour stores one colour sample per 2x2 block, so both sides must be
+    even."""
+    frame = np.asarray(frame, np.uint8)
+    height, width = frame.shape[:2]
+    return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+
+
+def write_mp4(frames: Sequence[np.ndarray], path: str | Path, fps: int = 30) -> None:
+    """Writes uint8 ``[H, W, 3]`` frames as an H.264 MP4 at ``fps`` frames per second.
+
+    The encoding is the one browsers, phones and players all play: H.264 (libx264) in the
+    yuv420p pixel format, with the index at the front of the file (``+faststart``) so a web
+    page can start it before it has loaded. Odd heights or widths get their last row or
+    column repeated (``even_frame``), nothing is rescaled.
+
+    Raises:
+        ValueError: no frames, frames of different sizes, or a path not ending in ``.mp4``.
+        MissingExtraError: imageio-ffmpeg is not installed (``pip install 'purerl[video]'``).
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".mp4":
+        raise ValueError(f"write_mp4 writes .mp4 files, not {path.name}")
+    if not frames:
+        raise ValueError("no frames to write")
+    imageio_ffmpeg = import_extra("imageio_ffmpeg", "'purerl[video]'", "an MP4 video")
+    images = [even_frame(frame) for frame in frames]
+    if len({image.shape for image in images}) > 1:
+        raise ValueError(f"frames differ in size: {sorted({image.shape for image in images})}")
+    height, width = images[0].shape[:2]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = imageio_ffmpeg.write_frames(
+        str(path),
+        (width, height),
+        fps=fps,
+        codec="libx264",
+        pix_fmt_out="yuv420p",
+        quality=None,
+        macro_block_size=1,  # sizes are already even; never rescale
+        ffmpeg_log_level="error",
+        output_params=["-crf", str(MP4_CRF), "-movflags", "+faststart"],
+    )
+    writer.send(None)  # starts ffmpeg
+    try:
+        for image in images:
+            writer.send(np.ascontiguousarray(image))
+    finally:
+        writer.close()
+
+
+def write_gif(frames: Sequence[np.ndarray], path: str | Path, fps: int = 30) -> None:
     """Writes uint8 ``[H, W, 3]`` frames as a looping GIF at ``fps`` frames per second.
 
     Like every GIF encoder, Pillow stores a run of identical frames once with their summed
@@ -21,7 +121,7 @@ def write_gif(frames: Sequence[np.ndarray], path: Path, fps: int = 30) -> None:
 
     path = Path(path)
     if path.suffix.lower() != ".gif":
-        raise ValueError(f"videos are written as GIF; give a path ending in .gif, not {path.name}")
+        raise ValueError(f"write_gif writes .gif files, not {path.name}")
     if not frames:
         raise ValueError("no frames to write")
     images = [Image.fromarray(np.asarray(frame, np.uint8)) for frame in frames]

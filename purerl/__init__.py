@@ -12,9 +12,13 @@ library; the API functions load what they need when called.
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import Any
 
-__version__ = "0.1.0"
+try:  # pyproject.toml holds the version; the installed package's metadata carries it
+    __version__ = metadata.version("purerl")
+except metadata.PackageNotFoundError:  # a source tree on sys.path that was never installed
+    __version__ = "0+unknown"
 
 __all__ = ["__version__", "load", "make_train", "train"]
 

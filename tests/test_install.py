@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -46,6 +47,20 @@ def test_the_wheel_holds_the_package_and_its_command_but_not_the_checkout(wheel)
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "License-Expression: Apache-2.0" in text and "Provides-Extra: wandb" in text
     assert any(n.endswith("licenses/LICENSE") for n in names)
+
+
+def test_the_wheel_carries_the_version_and_classifiers_of_pyproject(wheel):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+    lines = archive.read(metadata).decode().splitlines()
+    assert f"Version: {project['version']}" in lines
+    assert wheel.name.startswith(f"purerl-{project['version']}-")
+    assert [
+        line.removeprefix("Classifier: ") for line in lines if line.startswith("Classifier: ")
+    ] == project["classifiers"]
+    # Setuptools refuses License :: classifiers beside an SPDX license expression.
+    assert not [c for c in project["classifiers"] if c.startswith("License ::")]
 
 
 @pytest.mark.slow

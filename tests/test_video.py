@@ -1,4 +1,5 @@
-"""Evaluation videos as files: MP4 frames read back by ffmpeg, odd sizes, the missing extra."""
+"""Evaluation videos as files: MP4 frames read back by ffmpeg, odd sizes, ffmpeg's failures and
+the missing extra."""
 
 import sys
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 from purerl.run.evaluate import load_agents, record_episode
-from purerl.run.video import even_frame, write_video
+from purerl.run.video import VideoError, even_frame, write_video
 from tests.helpers import one_error_line, run_cli
 
 
@@ -71,3 +72,12 @@ def test_mp4_without_the_video_extra_names_the_install_before_any_work(monkeypat
     one_error_line(result, "--video")
     assert "pip install 'purerl[video]'" in result.stderr
     assert not (tmp_path / "x.mp4").exists()
+
+
+def test_an_mp4_ffmpeg_cannot_write_is_one_error_and_no_file(tmp_path):
+    pytest.importorskip("imageio_ffmpeg")
+    with pytest.raises(VideoError, match="ffmpeg could not write the video /proc/"):
+        write_video(moving_box(3, 20, 40), "/proc/purerl-video.mp4")  # a folder of no files
+    with pytest.raises(ValueError, match=r"got \(22, 40, 3\) after \(20, 40, 3\)"):
+        write_video([*moving_box(2, 20, 40), *moving_box(1, 22, 40)], tmp_path / "sizes.mp4")
+    assert not (tmp_path / "sizes.mp4").exists()

@@ -3,15 +3,25 @@ an animated GIF (Pillow), chosen by the file's suffix."""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from purerl.config import ConfigError
 from purerl.run.extras import import_extra
 
 FORMATS = (".mp4", ".gif")
 """File suffixes ``write_video`` writes."""
+
+
+class VideoError(ConfigError):
+    """The encoder could not write the video (an unwritable path, a full disk, an ffmpeg
+    without libx264); the message carries ffmpeg's reason."""
+
 
 MP4_CRF = 18
 """x264's constant rate factor: 0 is lossless, 51 worst; 18 is its usual "visually lossless"
@@ -50,6 +60,7 @@ def write_video(frames: Sequence[np.ndarray], path: str | Path, fps: int = 30) -
     Raises:
         ValueError: no frames, or a suffix other than ``.mp4`` and ``.gif``.
         MissingExtraError: ``.mp4`` without imageio-ffmpeg.
+        VideoError: ffmpeg could not write the MP4.
     """
     if video_format(path) == ".mp4":
         write_mp4(frames, path, fps)
@@ -72,11 +83,13 @@ def write_mp4(frames: Sequence[np.ndarray], path: str | Path, fps: int = 30) -> 
     The encoding is the one browsers, phones and players all play: H.264 (libx264) in the
     yuv420p pixel format, with the index at the front of the file (``+faststart``) so a web
     page can start it before it has loaded. Odd heights or widths get their last row or
-    column repeated (``even_frame``), nothing is rescaled.
+    column repeated (``even_frame``), nothing is rescaled. The encoder is the ffmpeg binary that
+    imageio-ffmpeg ships (or the one ``IMAGEIO_FFMPEG_EXE`` names), fed one frame at a time.
 
     Raises:
         ValueError: no frames, frames of different sizes, or a path not ending in ``.mp4``.
         MissingExtraError: imageio-ffmpeg is not installed (``pip install 'purerl[video]'``).
+        VideoError: ffmpeg failed (its error in the message); no file is left behind.
     """
     path = Path(path)
     if path.suffix.lower() != ".mp4":
@@ -84,28 +97,43 @@ def write_mp4(frames: Sequence[np.ndarray], path: str | Path, fps: int = 30) -> 
     if not frames:
         raise ValueError("no frames to write")
     imageio_ffmpeg = import_extra("imageio_ffmpeg", "'purerl[video]'", "an MP4 video")
-    images = [even_frame(frame) for frame in frames]
-    if len({image.shape for image in images}) > 1:
-        raise ValueError(f"frames differ in size: {sorted({image.shape for image in images})}")
-    height, width = images[0].shape[:2]
+    height, width = even_frame(frames[0]).shape[:2]
     path.parent.mkdir(parents=True, exist_ok=True)
-    writer = imageio_ffmpeg.write_frames(
-        str(path),
-        (width, height),
-        fps=fps,
-        codec="libx264",
-        pix_fmt_out="yuv420p",
-        quality=None,
-        macro_block_size=1,  # sizes are already even; never rescale
-        ffmpeg_log_level="error",
-        output_params=["-crf", str(MP4_CRF), "-movflags", "+faststart"],
-    )
-    writer.send(None)  # starts ffmpeg
-    try:
-        for image in images:
-            writer.send(np.ascontiguousarray(image))
-    finally:
-        writer.close()
+    command = [
+        imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error",
+        "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", str(fps),
+        "-i", "-", "-an",
+        "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", str(MP4_CRF),
+        "-movflags", "+faststart", str(path),
+    ]  # fmt: skip
+    with tempfile.TemporaryFile() as errors:
+        ffmpeg = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=errors)
+        try:
+            for frame in frames:
+                image = even_frame(frame)
+                if image.shape != (height, width, 3):
+                    raise ValueError(
+                        f"frames must all be [H, W, 3] of one size; got {image.shape} after "
+                        f"{(height, width, 3)}"
+                    )
+                ffmpeg.stdin.write(image.tobytes())
+        except BrokenPipeError:  # ffmpeg stopped early: its own message says why
+            pass
+        except BaseException:
+            ffmpeg.kill()
+            ffmpeg.wait()
+            path.unlink(missing_ok=True)
+            raise
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                ffmpeg.stdin.close()
+        code = ffmpeg.wait()
+        errors.seek(0)
+        message = errors.read().decode(errors="replace").strip().splitlines()
+    if code != 0:
+        path.unlink(missing_ok=True)
+        reason = message[-1] if message else f"exit code {code}"
+        raise VideoError(f"ffmpeg could not write the video {path}: {reason}")
 
 
 def write_gif(frames: Sequence[np.ndarray], path: str | Path, fps: int = 30) -> None:

@@ -518,10 +518,10 @@ def import_runs(args: BenchTableArgs) -> tuple[list[MatrixRow], list[RowOutcome]
                 f"{name} needs a finished {row.algo} run on {row.env}"
             )
         cfg = run.record.make_config(type(row.preset), Path(folder))
-        if cfg.network != row.preset.network:
-            raise ConfigError(
-                f"{folder} trained a {cfg.network} torso; {name} needs {row.preset.network}"
-            )
+        # Off-policy configurations have no torso choice: no field, nothing to tell apart.
+        torso, wanted = getattr(cfg, "network", None), getattr(row.preset, "network", None)
+        if torso != wanted:
+            raise ConfigError(f"{folder} trained a {torso} torso; {name} needs {wanted}")
         window = args.window or max(1, cfg.num_updates // 20)
         _, smoothed = write_trial_graphs(Path(folder), window)
         rows.append(row)

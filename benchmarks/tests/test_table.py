@@ -121,14 +121,19 @@ def test_import_run_writes_a_record_plot_and_the_rendered_page(tmp_path, capsys)
 
 
 @pytest.mark.parametrize(
-    "spec, message",
+    "trained, spec, message",
     [
-        ("ppo-Nope-v0=x", "--import-run takes ROW=DIR"),
-        ("dqn-CartPole-v1={run}", "needs a finished dqn run on CartPole-v1"),
+        ("ppo-CartPole-v1", "ppo-Nope-v0=x", "--import-run takes ROW=DIR"),
+        ("ppo-CartPole-v1", "dqn-CartPole-v1={run}", "needs a finished dqn run on CartPole-v1"),
+        (
+            "ppo-CartPole-NoVelocity-v1",
+            "ppo-CartPole-NoVelocity-v1-mlp={run}",
+            "trained a gru torso; ppo-CartPole-NoVelocity-v1-mlp needs mlp",
+        ),
     ],
 )
-def test_import_run_refuses_another_row_in_one_line(tmp_path, capsys, spec, message):
-    write_finished_row_run(tmp_path / "run", "ppo-CartPole-v1")
+def test_import_run_refuses_another_row_in_one_line(tmp_path, capsys, trained, spec, message):
+    write_finished_row_run(tmp_path / "run", trained)
     argv = ["--import-run", spec.format(run=tmp_path / "run"), "--write-benchmarks"]
     assert bench.main([*argv, "--benchmarks", str(tmp_path / "B.md")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

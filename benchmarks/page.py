@@ -143,6 +143,9 @@ def speed_section(records: list[SpeedRecord]) -> list[str]:
         *table(header, lines, {2, 3, 4, 6, 7}),
         "",
         *listed,
+        "",
+        "A `benchmarks.throughput` command run with `--write-records` replaces its rows' records",
+        "and renders this page again.",
     ]
 
 

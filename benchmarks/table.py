@@ -1,28 +1,38 @@
-"""Benchmark table: train a fixed matrix of presets, graph each run, print a markdown table.
+"""Benchmark table: train the preset matrix, keep one record per row, render BENCHMARKS.md.
 
-    python -m benchmarks.table --seeds 2
+Every learning row and the page, regenerated (trains each row: hours on a CPU):
+
+    python -m benchmarks.table --seeds 4 --out-dir runs/bench --write-benchmarks
+
+The page alone, from the committed records in ``benchmarks/results/`` (trains nothing):
+
+    python -m benchmarks.table --render
+
+More:
+
     python -m benchmarks.table --rows ppo-CartPole-v1 --seeds 1 --budget-scale 0.01
-    python -m benchmarks.table --seeds 4 --row-seeds ppo-Breakout-MinAtar=2 --write-benchmarks
+    python -m benchmarks.table --seeds 4 --rows ppo-Pendulum-v1 --write-benchmarks
+    python -m benchmarks.table --import-run ppo-Pendulum-v1=runs/pendulum --write-benchmarks
 
 Every row trains the algorithm's preset for ``env`` with ``--seeds`` vmapped seeds through
 the same path as ``purerl train`` (run directory with config.json, metrics.jsonl,
 summary.json) under ``--out-dir/<algo>-<env>``, then writes its trial graphs there. The budget
 of a row is its preset's ``total_timesteps`` (or a ``--budgets ROW=STEPS`` override) times
 ``--budget-scale``, rounded down to whole updates. Atari rows are listed as measured on GPU
-only and never run here.
+only and never run here. ``--import-run ROW=DIR`` reads a finished run of the row's algorithm
+and environment instead of training.
 
 The table (stdout) gives per row: frames per seed, seeds (``--seeds``, or a ``--row-seeds
 ROW=N`` override), final return (mean +- std across seeds of each seed's mean return over its
 last 100 or more finished episodes), a published reference for the same environment and budget
 with its source, the run's wall time, training steps/s (all seeds' environment steps over
 training time, compile excluded) and a link to the smoothed learning curve. With
-``--write-benchmarks`` the table replaces the section between ``<!-- bench-table:start -->``
-and ``<!-- bench-table:end -->`` of ``--benchmarks`` (a new ``## Benchmark table`` section at
-its end if the markers are missing), and the smoothed curves are copied to ``--plots-dir``
-(default ``docs/bench/`` beside that file), which the links name. With ``--reuse`` a row whose
-run directory already holds a finished run of the same configuration is read instead of trained
-again. Training logs go to stderr. Exit codes: 0 done, 1 training failed, 2 invalid arguments
-(or an existing run directory without ``--reuse``).
+``--write-benchmarks`` each row's record (``benchmarks.results``: figures, machine, versions,
+date, command) goes to ``--results-dir``, its smoothed curve to ``--plots-dir``, and the whole of
+``--benchmarks`` is rendered again from every record there (``benchmarks.page``). With
+``--reuse`` a row whose run directory already holds a finished run of the same configuration is
+read instead of trained again. Training logs go to stderr. Exit codes: 0 done, 1 training
+failed, 2 invalid arguments (or an existing run directory without ``--reuse``).
 """
 
 from __future__ import annotations
@@ -31,17 +41,16 @@ import contextlib
 import dataclasses
 import datetime
 import os
-import platform
 import shlex
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 import jax
 import tyro
 
+from benchmarks import page, results
 from purerl import algos
 from purerl.config import ConfigError
 from purerl.core.loop import NonFiniteLossError
@@ -50,10 +59,8 @@ from purerl.presets import MINATAR_GAMES
 from purerl.run import session
 from purerl.run.compare import format_return, markdown_table
 from purerl.run.plots import NotARunError, load_run, write_trial_graphs
+from purerl.run.rundir import SUMMARY_FILE
 from purerl.runtime import configure_jax
-
-START_MARKER = "<!-- bench-table:start -->"
-END_MARKER = "<!-- bench-table:end -->"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,11 +74,18 @@ class MatrixRow:
     """Listed in the table but not run on CPU."""
     network: str | None = None
     """Another torso than the preset's (``--network``): the row's name ends in it."""
+    memory: bool = False
+    """A task that needs memory: the page shows it with the recurrent rows."""
 
     @property
     def name(self) -> str:
         suffix = f"-{self.network}" if self.network else ""
         return f"{self.algo}-{self.env.replace('/', '-')}{suffix}"
+
+    @property
+    def section(self) -> str:
+        """The page's section for the row (``benchmarks.results.SECTIONS``)."""
+        return "memory" if self.memory else self.algo
 
     @property
     def preset(self) -> Any:
@@ -80,7 +94,7 @@ class MatrixRow:
         return dataclasses.replace(preset, network=self.network) if self.network else preset
 
 
-# References are the figures issue #18 names, at the budget it names, and for PPO on the other
+# References are published figures at the budget they name, and for PPO on the other
 # MinAtar games the returns gymnax's README lists for the gymnax-blines PPO checkpoints (the same
 # gymnax environments; 10M steps, 64 envs x 128 steps, lr 5e-4, gamma 0.999); where none is
 # listed the column says what bounds the return instead. The Atari rows follow CleanRL's EnvPool
@@ -96,6 +110,17 @@ CLEANRL_PPO_MUJOCO = {
     "Walker2d-v4": "2287.95 +- 571.78",
 }
 CLEANRL_PPO_SOURCE = "CleanRL docs, ppo_continuous_action.py, MuJoCo v4 results"
+# Episodes cut by the 1,000-step limit bootstrap from their last observation here, where CleanRL's
+# script treats them as ended (every HalfCheetah episode ends so); the effect was not measured.
+CLEANRL_MUJOCO_NOTES = (
+    "preset (CleanRL ppo_continuous_action, but time-limit cuts bootstrap), MuJoCo through EnvPool"
+)
+
+
+NONE_FOUND = "no published figure found"
+PENDULUM_SAC = "no published figure at this budget found; random actions score about -1,200"
+BRAX_PENDULUM = "no published figure found; about 9,360 is the most a 1,000-step episode pays here"
+SNAKE = "purerl's own game: a return is food eaten, minus 1 for a death; random play scores -0.91"
 
 
 def gymnax_blines_ppo(env: str) -> str:
@@ -113,7 +138,7 @@ MATRIX = (
     MatrixRow(
         "pqn", "CartPole-v1", "preset, 32 envs x 32 steps", "500 is the most an episode pays"
     ),
-    MatrixRow("ppo", "Acrobot-v1", "preset, 16 envs", "-"),
+    MatrixRow("ppo", "Acrobot-v1", "preset, 16 envs", NONE_FOUND),
     MatrixRow(
         "ppo", "Pendulum-v1", "preset, gamma 0.99, observation normalisation, no value clipping",
         "about -130 at 1M steps (PPO on gymnax, gymnax-blines); the best policy averages -137.8 "
@@ -140,55 +165,93 @@ MATRIX = (
         gymnax_blines_ppo("SpaceInvaders-MinAtar"),
     ),
     MatrixRow(
-        "dqn", "Breakout-MinAtar", "preset, 128 envs, Double DQN, 256x256 relu MLP", "-"
+        "dqn", "Breakout-MinAtar", "preset, 128 envs, Double DQN, 256x256 relu MLP", NONE_FOUND
     ),
     *(
-        MatrixRow("dqn", env, "preset, the Breakout-MinAtar settings unchanged", "-")
+        MatrixRow("dqn", env, "preset, the Breakout-MinAtar settings unchanged", NONE_FOUND)
         for env in MINATAR_UNTUNED
     ),
     MatrixRow(
         "pqn", "Breakout-MinAtar", "preset, 128 envs x 32 steps, 256x256 LayerNorm MLP",
-        "- (no published PQN figure checked)",
+        NONE_FOUND,
     ),
     *(
-        MatrixRow("pqn", env, "preset, the Breakout-MinAtar settings unchanged", "-")
+        MatrixRow("pqn", env, "preset, the Breakout-MinAtar settings unchanged", NONE_FOUND)
         for env in MINATAR_UNTUNED
     ),
     MatrixRow(
-        "ppo", "HalfCheetah-v4", "preset (CleanRL ppo_continuous_action), MuJoCo through EnvPool",
+        "ppo", "HalfCheetah-v4", CLEANRL_MUJOCO_NOTES,
         f"{CLEANRL_PPO_MUJOCO['HalfCheetah-v4']} at 1M steps ({CLEANRL_PPO_SOURCE})",
     ),
     MatrixRow(
-        "ppo", "Hopper-v4", "preset (CleanRL ppo_continuous_action), MuJoCo through EnvPool",
+        "ppo", "Hopper-v4", CLEANRL_MUJOCO_NOTES,
         f"{CLEANRL_PPO_MUJOCO['Hopper-v4']} at 1M steps ({CLEANRL_PPO_SOURCE})",
     ),
     MatrixRow(
         "ppo", "brax/inverted_double_pendulum", "preset (128 envs x 32 steps), Brax generalized",
-        "no published figure found; about 9,360 is the most a 1,000-step episode pays here",
+        BRAX_PENDULUM,
+    ),
+    MatrixRow(
+        "ppo", "Snake-v0", "preset, 10x10 grid observation, 256 envs x 32 steps, relu 64x64",
+        SNAKE,
+    ),
+    MatrixRow(
+        "dqn", "Snake-v0",
+        "preset, 256 envs, a gradient step of 512 per vector step, Double DQN, relu 256x256",
+        SNAKE,
+    ),
+    MatrixRow(
+        "pqn", "Snake-v0", "preset, 256 envs x 16 steps, relu 256x256 with LayerNorm", SNAKE
+    ),
+    MatrixRow(
+        "sac", "Pendulum-v1",
+        "preset, 16 envs, 4 gradient steps of 256 per vector step, 64x64 relu, 2e3 random steps "
+        "first",
+        PENDULUM_SAC,
+    ),
+    MatrixRow(
+        "sac", "brax/inverted_double_pendulum",
+        "preset, Brax generalized, 16 envs x 125 steps, 16 gradient steps of 128 per vector "
+        "step, 64x64 relu",
+        BRAX_PENDULUM,
+    ),
+    MatrixRow(
+        "td3", "Pendulum-v1",
+        "preset, 16 envs, 8 gradient steps of 256 per vector step, 64x64 relu, 2e3 random steps "
+        "first",
+        PENDULUM_SAC,
+    ),
+    MatrixRow(
+        "td3", "brax/inverted_double_pendulum",
+        "preset, Brax generalized, 16 envs x 125 steps, 16 gradient steps of 128 per vector "
+        "step, 64x64 relu",
+        BRAX_PENDULUM,
     ),
     MatrixRow(
         "ppo", "MemoryChain-bsuite", "preset, GRU (64), 16 envs x 32 steps",
-        "1 is the most an episode pays; 0 is chance",
+        "1 is the most an episode pays; 0 is chance", memory=True,
     ),
     MatrixRow(
         "ppo", "MemoryChain-bsuite", "the GRU preset with an MLP (64) instead",
         "an MLP cannot see the context it is asked for: 0 expected", network="mlp",
+        memory=True,
     ),
     MatrixRow(
         "ppo", "CartPole-NoVelocity-v1", "preset, GRU (64), 16 envs x 128 steps, rewards scaled",
-        "500 is the most an episode pays",
+        "500 is the most an episode pays", memory=True,
     ),
     MatrixRow(
         "ppo", "CartPole-NoVelocity-v1", "the GRU preset with an MLP (64) instead",
-        "500 is the most an episode pays", network="mlp",
+        "500 is the most an episode pays", network="mlp", memory=True,
     ),
     MatrixRow(
         "pqn", "MemoryChain-bsuite", "preset, GRU (64), 16 envs x 32 steps, LayerNorm",
-        "1 is the most an episode pays; 0 is chance",
+        "1 is the most an episode pays; 0 is chance", memory=True,
     ),
     MatrixRow(
         "pqn", "MemoryChain-bsuite", "the GRU preset with an MLP (64) instead",
         "an MLP cannot see the context it is asked for: 0 expected", network="mlp",
+        memory=True,
     ),
     MatrixRow(
         "ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",
@@ -218,13 +281,21 @@ class BenchTableArgs:
     out_dir: Annotated[Path | None, hint("runs/bench-<timestamp>", "DIR")] = None
     """Where run directories go."""
     write_benchmarks: bool = False
-    """Replace the bench-table section of --benchmarks and copy the plots to --plots-dir."""
+    """Write each row's record to --results-dir and its plot to --plots-dir, then render the
+    whole of --benchmarks from every record there."""
+    render: bool = False
+    """Only render --benchmarks from the records in --results-dir: trains nothing."""
+    import_run: tuple[str, ...] = ()
+    """ROW=DIR: read a finished run directory of the row's algorithm and environment instead of
+    training the row (its figures, configuration and curve)."""
     benchmarks: Path = Path("BENCHMARKS.md")
-    """The markdown file --write-benchmarks updates."""
+    """The page --write-benchmarks and --render write (at the repository root)."""
+    results_dir: Annotated[Path | None, hint("benchmarks/results beside --benchmarks", "DIR")] = (
+        None
+    )
+    """The records the page is rendered from."""
     plots_dir: Annotated[Path | None, hint("docs/bench beside --benchmarks", "DIR")] = None
     """Where --write-benchmarks puts the plots."""
-    note: str = ""
-    """A paragraph for the BENCHMARKS.md section (conditions of the measurement, say)."""
     reuse: bool = False
     """Rows whose run directory holds a finished run of the same configuration are not trained
     again (their figures are re-read), e.g. to redo the table after a failed row."""
@@ -357,83 +428,137 @@ def build_table(rows: list[MatrixRow], outcomes: list[RowOutcome | None], links:
     return markdown_table(header, lines)
 
 
-def replace_section(text: str, section: str) -> str:
-    """``text`` with the part between the bench-table markers replaced by ``section``.
-
-    Without both markers, a ``## Benchmark table`` section holding them is appended.
-    """
-    start, end = text.find(START_MARKER), text.find(END_MARKER)
-    block = f"{START_MARKER}\n{section.strip()}\n{END_MARKER}"
-    if start < 0 or end < start:
-        return text.rstrip("\n") + f"\n\n## Benchmark table\n\n{block}\n"
-    return text[:start] + block + text[end + len(END_MARKER) :]
+def results_dir(args: BenchTableArgs) -> Path:
+    return args.results_dir or args.benchmarks.parent / "benchmarks" / "results"
 
 
-def section_text(table: str, argv: list[str], args: BenchTableArgs) -> str:
-    shown = list(argv)
-    if "--note" in shown:  # documentation, not part of the measurement: shown as text below
-        index = shown.index("--note")
-        del shown[index : index + 2]
-    command = shlex.join([".venv/bin/python", "-m", "benchmarks.table", *shown])
-    reused = (
-        " (`--reuse`: rows with a finished run of the same configuration in the output directory "
-        "were read back, not trained again; drop it to measure afresh)"
-        if args.reuse
-        else ""
-    )
-    header = (
-        f"Written {datetime.date.today().isoformat()} on {platform.machine()} with "
-        f"{os.cpu_count()} CPU cores (jax {jax.__version__}, {jax.default_backend()} backend) "
-        f"by{reused}:"
-    )
-    legend = (
-        "Final return: mean +- std across seeds of each seed's mean return over its last 100 "
-        "or more finished episodes. Wall: the run's whole time, compile included (rows read "
-        "back with --reuse keep the time of the run that trained them). "
-        "Steps/s: all seeds' environment steps over training time, "
-        "compile excluded (frames = steps x frame skip). Plots: per-seed curves smoothed by "
-        "a trailing moving average, mean +- std across seeds, against frames per seed."
-    )
-    prose = [textwrap.fill(text, 100) for text in [args.note, legend] if text]
-    return "\n\n".join([textwrap.fill(header, 100), f"```\n{command}\n```", *prose, table])
+def row_command(row: MatrixRow, cfg: Any) -> str:
+    """The command that trains ``row`` again at ``cfg``'s seeds and budget."""
+    command = [
+        "python",
+        "-m",
+        "benchmarks.table",
+        "--seeds",
+        str(cfg.num_seeds),
+        "--rows",
+        row.name,
+    ]
+    if cfg.total_timesteps != row.preset.total_timesteps:
+        command += ["--budgets", f"{row.name}={cfg.total_timesteps}"]
+    return shlex.join(command)
+
+
+def this_machine() -> results.Machine:
+    backend = jax.default_backend()
+    kind = None if backend == "cpu" else jax.devices()[0].device_kind
+    return results.this_machine(os.cpu_count(), backend, kind)
+
+
+def row_record(
+    row: MatrixRow, outcome: RowOutcome, plot: str, measured: str, origin: str
+) -> results.LearningRecord:
+    summary, cfg = outcome.summary, outcome.cfg
+    first = int(cfg.seed)
+    return results.LearningRecord(
+        name=row.name, section=row.section, order=MATRIX.index(row), algo=row.algo,
+        env=row.env, network=row.network, protocol=row.notes,
+        steps_per_seed=summary.env_steps_per_seed,
+        seeds=list(range(first, first + summary.num_seeds)),
+        final_mean=round(summary.final_mean_return, 1),
+        final_std=round(summary.final_std_return, 1),
+        per_seed_final=[None if r is None else round(r, 1) for r in summary.per_seed_final_return],
+        reference=row.reference, wall_time_s=round(summary.wall_time_s, 1),
+        steps_per_s=round(summary.steps_per_second), plot=plot,
+        plot_window_updates=outcome.window, command=row_command(row, cfg), measured=measured,
+        where=this_machine(), origin=origin,
+    )  # fmt: skip
+
+
+def render_page(args: BenchTableArgs) -> None:
+    text = page.render(args.benchmarks.parent, results_dir(args))
+    args.benchmarks.write_text(text, encoding="utf-8")
 
 
 def publish(
-    args: BenchTableArgs, rows: list[MatrixRow], outcomes: list[RowOutcome | None], argv: list[str]
+    args: BenchTableArgs,
+    rows: list[MatrixRow],
+    outcomes: list[RowOutcome | None],
+    origins: list[str],
 ) -> str:
-    """Copies the plots beside ``--benchmarks`` and rewrites its section; returns the table."""
+    """Copies the plots beside ``--benchmarks``, writes each row's record and renders the page
+    from every record; returns the table."""
     plots_dir = args.plots_dir or args.benchmarks.parent / "docs" / "bench"
     plots_dir.mkdir(parents=True, exist_ok=True)
     links = []
-    for row, outcome in zip(rows, outcomes, strict=True):
+    for row, outcome, origin in zip(rows, outcomes, origins, strict=True):
         if outcome is None:
             links.append("-")
             continue
         target = plots_dir / f"{row.name}.png"
         shutil.copyfile(outcome.plot, target)
-        links.append(f"[png]({os.path.relpath(target, args.benchmarks.parent)})")
-    table = build_table(rows, outcomes, links)
-    text = args.benchmarks.read_text(encoding="utf-8") if args.benchmarks.exists() else ""
-    args.benchmarks.write_text(replace_section(text, section_text(table, argv, args)), "utf-8")
-    return table
+        plot = os.path.relpath(target, args.benchmarks.parent)
+        links.append(f"[png]({plot})")
+        # The day the run finished: its summary is written last (a reused run keeps its day).
+        finished = (outcome.plot.parent / SUMMARY_FILE).stat().st_mtime
+        measured = datetime.date.fromtimestamp(finished).isoformat()
+        results.write(row_record(row, outcome, plot, measured, origin), results_dir(args))
+    render_page(args)
+    return build_table(rows, outcomes, links)
+
+
+def import_runs(args: BenchTableArgs) -> tuple[list[MatrixRow], list[RowOutcome]]:
+    """The rows named by ``--import-run`` and their finished runs, read, not trained."""
+    by_name = {row.name: row for row in MATRIX}
+    rows, outcomes = [], []
+    for spec in args.import_run:
+        name, _, folder = spec.partition("=")
+        if name not in by_name or not folder:
+            raise ConfigError(
+                f"--import-run takes ROW=DIR with a row of {sorted(by_name)}: {spec!r}"
+            )
+        row, run = by_name[name], load_run(Path(folder))
+        if run.status != "finished" or (run.algo, run.env) != (row.algo, row.env):
+            raise ConfigError(
+                f"{folder} holds a {run.status} {run.algo} run on {run.env}; --import-run "
+                f"{name} needs a finished {row.algo} run on {row.env}"
+            )
+        cfg = run.record.make_config(type(row.preset), Path(folder))
+        # Off-policy configurations have no torso choice: no field, nothing to tell apart.
+        torso, wanted = getattr(cfg, "network", None), getattr(row.preset, "network", None)
+        if torso != wanted:
+            raise ConfigError(f"{folder} trained a {torso} torso; {name} needs {wanted}")
+        window = args.window or max(1, cfg.num_updates // 20)
+        _, smoothed = write_trial_graphs(Path(folder), window)
+        rows.append(row)
+        outcomes.append(RowOutcome(run.summary, smoothed, cfg, window))
+    return rows, outcomes
 
 
 def main(argv: list[str]) -> int:
     try:
         args = tyro.cli(BenchTableArgs, args=argv, description=__doc__)
-        rows = select_rows(args)
-        budgets = parse_budgets(args.budgets, {row.name for row in MATRIX})
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out_dir = args.out_dir or Path("runs") / f"bench-{stamp}"
-        outcomes = [None if r.gpu_only else run_row(r, args, out_dir, budgets) for r in rows]
-    except ConfigError as err:
+        if args.render:
+            render_page(args)
+            print(f"wrote {args.benchmarks}")
+            return 0
+        if args.import_run:
+            rows, outcomes = import_runs(args)
+            origins = [spec.partition("=")[2] for spec in args.import_run]
+        else:
+            rows = select_rows(args)
+            budgets = parse_budgets(args.budgets, {row.name for row in MATRIX})
+            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            out_dir = args.out_dir or Path("runs") / f"bench-{stamp}"
+            outcomes = [None if r.gpu_only else run_row(r, args, out_dir, budgets) for r in rows]
+            origins = [str(out_dir / row.name) for row in rows]
+    except (ConfigError, results.RecordError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except NonFiniteLossError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if args.write_benchmarks:
-        table = publish(args, rows, outcomes, argv)
+        table = publish(args, rows, outcomes, origins)
     else:
         links = ["-" if o is None else f"[png]({o.plot})" for o in outcomes]
         table = build_table(rows, outcomes, links)

@@ -19,6 +19,10 @@ chunk, a peer's one program that initialises and trains), then a warm-up call an
 calls on fresh seeds; the table quotes their median, and the ratio column is the median of
 purerl's per-pair speed-ups over the peer. Steps count environment steps of all seeds together.
 
+With ``--write-records`` each row beside a peer becomes a record of the results store
+(``benchmarks/results/speed/``, beside ``--benchmarks``; the same row measured again replaces its
+record) and the page is rendered again from every record.
+
 With ``--num-devices D`` purerl splits the seeds over D devices (``purerl train --num-devices D``;
 on a CPU, D XLA:CPU devices), and each peer runs twice: as published (vmapped on one device)
 and placed the same way (``PEER/D``: its vmapped train function under ``jax.shard_map``), so
@@ -28,16 +32,22 @@ the table separates what the placement gains from what the code gains.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import os
 import platform
+import shlex
 import statistics
+import sys
 import time
+from importlib import metadata
+from pathlib import Path
 from typing import Annotated
 
 import jax
 import tyro
 from jax.sharding import PartitionSpec as P
 
-from benchmarks import peers, reference, reference_rnn_ppo, reference_sac
+from benchmarks import page, peers, reference, reference_rnn_ppo, reference_sac, results
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl import algos, envs
 from purerl.config import Network
@@ -85,6 +95,10 @@ class BenchArgs:
     num_devices: int = 1
     """Devices the seeds are split over (CPU devices on a CPU); rows whose seeds do not divide
     run on one device."""
+    write_records: bool = False
+    """Record each row beside a peer in the results store and render --benchmarks again."""
+    benchmarks: Path = Path("BENCHMARKS.md")
+    """The results page --write-records renders (at the repository root)."""
 
 
 def reference_ppo(cfg):
@@ -198,7 +212,79 @@ def describe(algo_name: str, cfg) -> str:
     return f"{algo_name.upper()} {cfg.env}: {', '.join(changed) or 'defaults'}"
 
 
-def main(args: BenchArgs) -> None:
+REFERENCE_FILES = {"ppo": "reference.py", "dqn": "reference.py", "sac": "reference_sac.py"}
+
+
+def peer_label(peer: str, algo_name: str, cfg) -> str:
+    """The peer in words: ``reference`` names its file, ``rejax`` its version, ``PEER/D`` how it
+    was placed."""
+    base, _, split = peer.partition("/")
+    if base == "reference":
+        recurrent = getattr(cfg, "network", "mlp") != "mlp"
+        source = "reference_rnn_ppo.py" if recurrent else REFERENCE_FILES[algo_name]
+        label = f"reference (benchmarks/{source})"
+    else:
+        label = f"{base} {metadata.version(base)}"
+    return f"{label}, split over {split} devices the same way" if split else label
+
+
+def workload(algo_name: str, cfg) -> str:
+    """The preset and what the benchmark changed in it, and the budget per seed."""
+    base = algos.get(algo_name).base_config(cfg.env)
+    skip = {"env", "total_timesteps", "num_seeds"}
+    changed = [
+        f"{f.name}={getattr(cfg, f.name)}"
+        for f in dataclasses.fields(cfg)
+        if f.name not in skip and getattr(cfg, f.name) != getattr(base, f.name)
+    ]
+    steps = cfg.num_updates * cfg.env_steps_per_update
+    preset = f"preset with {', '.join(changed)}" if changed else "preset"
+    return f"{preset}, {steps:,} steps per seed"
+
+
+def speed_record(
+    args: BenchArgs, cfg, peer: str, row: tuple[int, int, float, float, float], argv: list[str]
+) -> results.SpeedRecord:
+    """One row beside ``peer``: ``row`` is (seeds, purerl's devices, purerl steps/s, the peer's
+    steps/s, purerl's speed-up); ``argv`` the benchmark's arguments."""
+    num_seeds, devices, purerl_rate, peer_rate, ratio = row
+    key = peer.replace("/", "-") + ("dev" if "/" in peer else "")
+    name = f"{args.algo}-{cfg.env.replace('/', '-')}-{num_seeds}seed{'s' * (num_seeds > 1)}"
+    name += f"-{devices}dev-{key}"
+    shown = [a for a in argv if a != "--write-records"]
+    if "--benchmarks" in shown:
+        index = shown.index("--benchmarks")
+        del shown[index : index + 2]
+    backend = jax.default_backend()
+    kind = None if backend == "cpu" else jax.devices()[0].device_kind
+    today = datetime.date.today().isoformat()
+    command = shlex.join(["python", "-m", "benchmarks.throughput", *shown])
+    return results.SpeedRecord(
+        name=name, order=0, algo=args.algo, env=cfg.env, workload=workload(args.algo, cfg),
+        seeds=num_seeds, devices=devices, purerl_steps_per_s=float(round(purerl_rate)),
+        peer=peer_label(peer, args.algo, cfg), peer_steps_per_s=float(round(peer_rate)),
+        ratio=round(ratio, 3), command=command,
+        measured=today, where=results.this_machine(os.cpu_count(), backend, kind),
+        origin=f"benchmarks.throughput, {today}",
+    )  # fmt: skip
+
+
+def publish(args: BenchArgs, records: list[results.SpeedRecord]) -> None:
+    """Writes ``records`` (a row measured again keeps its place on the page) and renders the
+    page from every record."""
+    results_dir = args.benchmarks.parent / "benchmarks" / "results"
+    known = {r.name: r.order for r in results.read_all(results.SpeedRecord, results_dir)}
+    last = max(known.values(), default=-1)
+    for record in records:
+        if record.name not in known:
+            last += 1
+            known[record.name] = last
+        results.write(dataclasses.replace(record, order=known[record.name]), results_dir)
+    args.benchmarks.write_text(page.render(args.benchmarks.parent, results_dir), encoding="utf-8")
+    print(f"\nwrote {len(records)} record(s) to {results_dir} and {args.benchmarks}")
+
+
+def main(args: BenchArgs, argv: list[str] = ()) -> None:
     cfg = bench_config(args)
     chosen = [peer for peer in args.peers if peer != "none"]
     for peer in chosen:
@@ -222,6 +308,7 @@ def main(args: BenchArgs) -> None:
     print(header)
     print("|---|---:|---:|---:|---:|---:|---:|")
     steps = cfg.num_updates * cfg.env_steps_per_update
+    records = []
     for num_seeds in args.seeds:
         placement = seeds_placement(args.num_devices, num_seeds, cfg.num_envs)
         devices = placement.num_devices if placement else 1
@@ -243,19 +330,25 @@ def main(args: BenchArgs) -> None:
                 )
                 where[name] = devices
         times = measure(runners, args.repeats)
+        rates = {name: steps * num_seeds / statistics.median(times[name]) for name in runners}
         for name in runners:
-            sps = steps * num_seeds / statistics.median(times[name])
+            sps = rates[name]
             speedup = "-"
             if name != "purerl":
                 ratios = [b / a for a, b in zip(times["purerl"], times[name], strict=True)]
                 ratio = statistics.median(ratios)
                 speedup = f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.3f}x"
+                if args.write_records and not name.startswith("purerl"):
+                    row = (num_seeds, devices, rates["purerl"], sps, ratio)
+                    records.append(speed_record(args, cfg, name, row, list(argv)))
             print(
                 f"| {name} | {num_seeds} | {where[name]} | {compiles[name]:.1f} | {sps:,.0f} | "
                 f"{sps / num_seeds:,.0f} | {speedup} |",
                 flush=True,
             )
     print(f"\npeak resident memory: {peak_rss_mib():,.0f} MiB")
+    if records:
+        publish(args, records)
 
 
 def seeds_placement(num_devices: int, num_seeds: int, num_envs: int) -> Placement | None:
@@ -270,4 +363,4 @@ if __name__ == "__main__":
     bench_args = tyro.cli(BenchArgs, description=__doc__)
     if bench_args.num_devices > 1:
         request_cpu_devices(bench_args.num_devices)
-    main(bench_args)
+    main(bench_args, sys.argv[1:])

@@ -317,22 +317,28 @@ def test_install_adds_only_what_this_python_lacks_into_its_own_folder(tmp_path):
     assert importlib.metadata.version("numpy") != "0.0.1"
 
 
-def test_publish_merges_reports_later_rows_first_and_replaces_its_section(tmp_path):
+def test_publish_lists_the_reports_and_renders_the_page_later_rows_first(tmp_path):
     from benchmarks.device import publish
 
-    first = tmp_path / "run1"
-    second = tmp_path / "run2"
-    header = {"date": "2026-11-26", "devices": ["cuda:0 (H200)"], "jax": "0.11.2"}
-    report.write(first, [Row("a", "fail", error="crashed"), Row("b", "pass", {"x": 1})], header)
-    report.write(second, [Row("a", "pass", {"x": 2})], {**header, "devices": []})
+    first = tmp_path / "docs" / "run1"
+    second = tmp_path / "docs" / "run2"
+    header = {"date": "2026-11-26 04:54 UTC", "devices": ["cuda:0 (H200)"], "jax": "0.11.2"}
+    old = {"steps_per_s": 10, "reference_steps_per_s": 20, "speedup_vs_reference": 0.5}
+    new = {"steps_per_s": 30, "reference_steps_per_s": 20, "speedup_vs_reference": 1.5}
+    rows = [Row("throughput ppo X 1 seed", "pass", old), Row("b", "fail", error="crashed")]
+    report.write(first, rows, header)
+    report.write(second, [Row("throughput ppo X 1 seed", "pass", new)], {**header, "devices": []})
     page = tmp_path / "BENCHMARKS.md"
-    page.write_text(f"# Results\n\n{publish.START_MARKER}\nold\n{publish.END_MARKER}\n\nafter\n")
+    page.write_text("a hand edit\n")
     argv = [str(first / "report.json"), str(second / "report.json"), "--benchmarks", str(page)]
     assert publish.main(argv) == 0
+    listed = json.loads((tmp_path / "benchmarks" / "results" / "device.json").read_text())
+    assert listed == {"reports": ["docs/run1/report.json", "docs/run2/report.json"]}
     text = page.read_text()
-    assert "old" not in text and text.endswith("\n\nafter\n")
-    assert "| a | pass | x 2 |  | run2 |" in text
-    assert "| b | pass | x 1 |  | run1 |" in text
-    assert "crashed" not in text
-    assert "on cuda:0 (H200)" in text and "jax 0.11.2" in text
+    assert "a hand edit" not in text and "## On one GPU (H200)\n" in text
+    assert "| ppo X 1 seed | 30 | 20 | **1.50x** |" in text and "crashed" not in text
+    assert "[run1](docs/run1/report.md), [run2](docs/run2/report.md)" in text
     assert publish.main([str(tmp_path / "none.json"), "--benchmarks", str(page)]) == 2
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-report.json"
+    elsewhere.write_text("{}")
+    assert publish.main([str(elsewhere), "--benchmarks", str(page)]) == 2

@@ -1,4 +1,4 @@
-"""benchmarks.table: the matrix, budgets, the BENCHMARKS.md section, a smoke run."""
+"""benchmarks.table: the matrix, budgets, records and the page they render, a smoke run."""
 
 import dataclasses
 import json
@@ -8,23 +8,11 @@ import sys
 
 import pytest
 
+from benchmarks import page
 from benchmarks import table as bench
 from benchmarks.tests.runs import learning_curves, write_synthetic_run
 from purerl.config import ConfigError
 from tests.helpers import png_is_a_plot
-
-
-def test_section_is_appended_once_then_replaced_in_place():
-    text = "# Benchmarks\n\nintro\n"
-    first = bench.replace_section(text, "table one")
-    assert first == (
-        "# Benchmarks\n\nintro\n\n## Benchmark table\n\n"
-        "<!-- bench-table:start -->\ntable one\n<!-- bench-table:end -->\n"
-    )
-    second = bench.replace_section(first + "\n## Later section\n", "table two\n")
-    assert second.count("## Benchmark table") == 1 and "table one" not in second
-    assert "<!-- bench-table:start -->\ntable two\n<!-- bench-table:end -->" in second
-    assert second.startswith("# Benchmarks\n\nintro\n") and second.endswith("## Later section\n")
 
 
 def test_budgets_are_scaled_to_whole_updates():
@@ -94,10 +82,78 @@ def run_bench_table(*args):
     )
 
 
-@pytest.mark.slow
-def test_smoke_run_writes_runs_plots_table_and_section(tmp_path):
+def write_finished_row_run(run_dir, row_name: str, num_updates: int = 9):
+    """A finished synthetic run directory whose config is ``row_name``'s at a small budget."""
+    (row,) = [row for row in bench.MATRIX if row.name == row_name]
+    cfg = bench.row_config(row, bench.BenchTableArgs(budget_scale=0.01), {})
+    write_synthetic_run(run_dir, learning_curves(2, num_updates))
+    record = {"algo": row.algo, "config": json.loads(json.dumps(dataclasses.asdict(cfg)))}
+    (run_dir / "config.json").write_text(json.dumps(record))
+    return cfg
+
+
+def test_import_run_writes_a_record_plot_and_the_rendered_page(tmp_path, capsys):
+    cfg = write_finished_row_run(tmp_path / "runs" / "cartpole", "ppo-CartPole-v1")
     benchmarks = tmp_path / "BENCHMARKS.md"
-    benchmarks.write_text("# Benchmarks\n\nkept\n")
+    argv = ["--import-run", f"ppo-CartPole-v1={tmp_path / 'runs' / 'cartpole'}"]
+    assert bench.main([*argv, "--write-benchmarks", "--benchmarks", str(benchmarks)]) == 0
+    record = json.loads((tmp_path / "benchmarks/results/learning/ppo-CartPole-v1.json").read_text())
+    assert record["section"] == "ppo" and record["seeds"] == [0, 1]
+    assert record["steps_per_seed"] == 900 and record["steps_per_s"] == 1234
+    assert record["plot"] == "docs/bench/ppo-CartPole-v1.png"
+    assert record["origin"] == str(tmp_path / "runs" / "cartpole")
+    assert record["command"] == (
+        f"python -m benchmarks.table --seeds 2 --rows ppo-CartPole-v1 "
+        f"--budgets ppo-CartPole-v1={cfg.total_timesteps}"
+    )
+    assert record["where"]["versions"]["jax"]
+    png_is_a_plot(tmp_path / "docs" / "bench" / "ppo-CartPole-v1.png")
+    text = benchmarks.read_text()
+    final = f"{record['final_mean']:.1f} +- {record['final_std']:.1f}"
+    line = next(line for line in text.splitlines() if line.startswith("| CartPole-v1 |"))
+    assert f"| 900 | 2 (0-1) | {final} | 500 is the most an episode pays |" in line
+    assert line.endswith("| 0.2 min | 1,234 | [png](docs/bench/ppo-CartPole-v1.png) |")
+    assert "| PPO | CartPole-v1 |" in capsys.readouterr().out
+    # --render alone gives the same page from the records, training nothing.
+    benchmarks.write_text("edited by hand\n")
+    assert bench.main(["--render", "--benchmarks", str(benchmarks)]) == 0
+    assert benchmarks.read_text() == text
+
+
+@pytest.mark.parametrize(
+    "trained, spec, message",
+    [
+        ("ppo-CartPole-v1", "ppo-Nope-v0=x", "--import-run takes ROW=DIR"),
+        ("ppo-CartPole-v1", "dqn-CartPole-v1={run}", "needs a finished dqn run on CartPole-v1"),
+        (
+            "ppo-CartPole-NoVelocity-v1",
+            "ppo-CartPole-NoVelocity-v1-mlp={run}",
+            "trained a gru torso; ppo-CartPole-NoVelocity-v1-mlp needs mlp",
+        ),
+    ],
+)
+def test_import_run_refuses_another_row_in_one_line(tmp_path, capsys, trained, spec, message):
+    write_finished_row_run(tmp_path / "run", trained)
+    argv = ["--import-run", spec.format(run=tmp_path / "run"), "--write-benchmarks"]
+    assert bench.main([*argv, "--benchmarks", str(tmp_path / "B.md")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0]
+    assert not (tmp_path / "B.md").exists()
+
+
+def test_render_refuses_a_malformed_record_in_one_line(tmp_path, capsys):
+    learning = tmp_path / "benchmarks" / "results" / "learning"
+    learning.mkdir(parents=True)
+    (learning / "ppo-CartPole-v1.json").write_text(json.dumps({"name": "ppo-CartPole-v1"}))
+    assert bench.main(["--render", "--benchmarks", str(tmp_path / "B.md")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a LearningRecord (missing [" in err[0]
+    assert "fix or remove the file" in err[0] and not (tmp_path / "B.md").exists()
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_runs_plots_records_and_page(tmp_path):
+    benchmarks = tmp_path / "BENCHMARKS.md"
     matrix = ("--rows", "ppo-CartPole-v1", "ppo-Breakout-v5", "--seeds", "1")
     matrix += ("--budget-scale", "0.003", "--out-dir", tmp_path / "runs")
     proc = run_bench_table(*matrix, "--write-benchmarks", "--benchmarks", benchmarks)
@@ -115,22 +171,28 @@ def test_smoke_run_writes_runs_plots_table_and_section(tmp_path):
     assert (run_dir / "summary.json").exists()
     png_is_a_plot(run_dir / "returns.png")
     png_is_a_plot(tmp_path / "docs" / "bench" / "ppo-CartPole-v1.png")
+    records = sorted((tmp_path / "benchmarks" / "results" / "learning").iterdir())
+    assert [path.name for path in records] == ["ppo-CartPole-v1.json"]  # Atari: not measured
     text = benchmarks.read_text()
-    assert text.startswith("# Benchmarks\n\nkept\n\n## Benchmark table\n")
-    assert table[2] in text and text.rstrip().endswith("<!-- bench-table:end -->")
+    assert text.startswith("# Benchmarks\n") and "## PPO\n" in text and "Breakout-v5" in text
+    assert (
+        "| CartPole-v1 | preset (Huang et al. 2022 classic-control PPO) | 1,024 | 1 (0) |" in text
+    )
     # Again, reading the finished run back instead of training, with the other output flags.
     other = tmp_path / "other.md"
     reused = run_bench_table(
         *matrix,
-        *("--reuse", "--window", "1", "--note", "A note.", "--write-benchmarks"),
+        *("--reuse", "--window", "1", "--write-benchmarks"),
         *("--benchmarks", other, "--plots-dir", tmp_path / "pngs"),
+        *("--results-dir", tmp_path / "records"),
     )
     assert reused.returncode == 0, reused.stderr
     assert table[2].split("; plot smoothed")[0] in reused.stdout
     assert "plot smoothed over 1 update |" in reused.stdout
     assert "[png](pngs/ppo-CartPole-v1.png)" in reused.stdout
     png_is_a_plot(tmp_path / "pngs" / "ppo-CartPole-v1.png")
-    assert "\nA note.\n" in other.read_text() and "--reuse" in other.read_text()
+    assert (tmp_path / "records" / "learning" / "ppo-CartPole-v1.json").is_file()
+    assert "[png](pngs/ppo-CartPole-v1.png)" in other.read_text()
 
 
 def test_help_lists_the_flags(capsys):
@@ -140,6 +202,9 @@ def test_help_lists_the_flags(capsys):
     out = capsys.readouterr().out
     for flag in ["--rows", "--seeds", "--row-seeds", "--budget-scale", "--budgets", "--window"]:
         assert flag in out
-    for flag in ["--out-dir", "--write-benchmarks", "--benchmarks", "--plots-dir", "--note"]:
+    for flag in ["--out-dir", "--write-benchmarks", "--benchmarks", "--plots-dir", "--reuse"]:
         assert flag in out
-    assert "--reuse" in out
+    for flag in ["--render", "--import-run", "--results-dir"]:
+        assert flag in out
+    # The first lines name the command that regenerates every row and the page.
+    assert out.index(page.REGENERATE) < out.index("--rows")

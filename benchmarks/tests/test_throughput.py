@@ -1,12 +1,14 @@
 """``python -m benchmarks.throughput`` for SAC at a toy budget, and the SAC reference's losses
 against purerl's on the same parameters and minibatch."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from benchmarks import peers, reference_sac
+from benchmarks import peers, reference_sac, results, throughput
 from benchmarks.tests.runs import run_module
 from purerl import envs
 from purerl.algos import offpolicy, sac
@@ -16,19 +18,50 @@ from purerl.core.ops.returns import clipped_double_q_targets
 
 
 @pytest.mark.slow  # three training programs to compile: about 15 s on a quiet core
-def test_tiny_sac_bench_prints_every_row():
+def test_tiny_sac_bench_prints_every_row_and_records_those_beside_a_peer(tmp_path):
     chosen = ["reference", "rejax"] if peers.rejax_available() else ["reference"]
     proc = run_module(
         "benchmarks.throughput",
         *("--algo", "sac", "--env", "Pendulum-v1", "--num-envs", "2", "--rollout-len", "4"),
         *("--learning-starts", "4", "--total-timesteps", "16", "--seeds", "1"),
         *("--repeats", "1", "--peers", *chosen),
+        *("--write-records", "--benchmarks", tmp_path / "BENCHMARKS.md"),
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| ")][1:]
     assert [row[:2] for row in rows] == [[f"| {name}", "1"] for name in ["purerl", *chosen]]
     for row in rows:
         assert float(row[4].replace(",", "")) > 0  # steps/s
+    recorded = sorted(p.name for p in (tmp_path / "benchmarks/results/speed").iterdir())
+    assert recorded == sorted(f"sac-Pendulum-v1-1seed-1dev-{peer}.json" for peer in chosen)
+    page = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Speed beside peers" in page and "| reference (benchmarks/reference_sac.py) |" in page
+    assert "--write-records" not in page and "--total-timesteps 16" in page
+
+
+def test_a_row_beside_a_peer_becomes_a_record_that_keeps_its_place(tmp_path):
+    args = throughput.BenchArgs(
+        algo="ppo", seeds=(8,), total_timesteps=4096, num_devices=2,
+        benchmarks=tmp_path / "BENCHMARKS.md",
+    )  # fmt: skip
+    cfg = throughput.bench_config(args)
+    argv = ["--seeds", "8", "--num-devices", "2", "--write-records", "--benchmarks", "B.md"]
+    split = throughput.speed_record(args, cfg, "reference/2", (8, 2, 300.0, 150.0, 2.004), argv)
+    assert split.name == "ppo-CartPole-v1-8seeds-2dev-reference-2dev"
+    assert split.peer == "reference (benchmarks/reference.py), split over 2 devices the same way"
+    assert split.workload == "preset, 4,096 steps per seed"  # 8 updates of 4 envs x 128 steps
+    assert split.command == "python -m benchmarks.throughput --seeds 8 --num-devices 2"
+    assert (split.purerl_steps_per_s, split.peer_steps_per_s, split.ratio) == (300, 150, 2.004)
+    published = throughput.speed_record(args, cfg, "reference", (8, 2, 300.0, 100.0, 3.0), argv)
+    throughput.publish(args, [split, published])
+    throughput.publish(args, [dataclasses.replace(split, ratio=1.5)])  # measured again
+    speed = results.read_all(results.SpeedRecord, tmp_path / "benchmarks" / "results")
+    assert [(r.name, r.order, r.ratio) for r in speed] == [
+        ("ppo-CartPole-v1-8seeds-2dev-reference-2dev", 0, 1.5),
+        ("ppo-CartPole-v1-8seeds-2dev-reference", 1, 3.0),
+    ]
+    text = args.benchmarks.read_text()
+    assert text.index("**1.50x**") < text.index("**3.00x**")
 
 
 def to_reference(actor_params, critic_params):

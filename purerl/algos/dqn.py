@@ -327,7 +327,7 @@ def make_dqn(
 
     # Every seed writes one block of steps per iteration, so the buffer's position and fill
     # advance with the update count: one copy serves all vmapped seeds, so under vmap a write
-    # goes to one position for every seed (a slice update, not a scatter; BENCHMARKS.md).
+    # goes to one position for every seed (a slice update, not a scatter; docs/notes).
     lockstep = ("buffer.position", "buffer.size")
     return Algo(init, update, evaluate_act, concrete_hparams(DQNHparams, cfg), lockstep)
 

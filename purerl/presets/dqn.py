@@ -44,7 +44,7 @@ def minatar(env: str) -> DQNConfig:
     not tuned per game: the Snake-v0 preset's recipe scaled to 128 envs, one gradient step of
     256 per vector step (each transition replayed about twice), a 131k-transition buffer,
     Double-DQN targets, Huber loss, relu 256x256, Adam 1e-3 (the best of 1e-3, 5e-4 and 2.5e-4
-    on Breakout-MinAtar's tuning seeds, BENCHMARKS.md), a target copy every 100 gradient steps,
+    on Breakout-MinAtar's tuning seeds, docs/notes), a target copy every 100 gradient steps,
     epsilon 1 -> 0.01 over the first 10%; 5M steps, the MinAtar paper's budget (Young & Tian
     2019: 5M frames, frame skip 1)."""
     return DQNConfig(

@@ -142,12 +142,12 @@ PRESETS: dict[str, PPOConfig] = {
         lr=1e-3,
         # gamma 0.99 (the default), not 0.95: the policy that is best for a shorter horizon
         # earns less of the undiscounted return that is reported, which caps what PPO can reach
-        # (benchmarks/pendulum_ceiling.py; the search over gamma is in BENCHMARKS.md).
+        # (benchmarks/pendulum_ceiling.py; docs/notes/2026-11-25-pendulum-ceiling.md).
         ent_coef=0.0,
         normalize_obs=True,
         # Value clipping keeps the new value within clip_eps (0.2) of the old one, in return
         # units: Pendulum's values run into the hundreds, so it throttles the critic
-        # (comparison in BENCHMARKS.md).
+        # (docs/notes/2026-11-25-pendulum-ceiling.md).
         clip_value_loss=False,
     ),
     # Memory tasks, with a GRU (docs/guide.md, "Recurrent policies"): 16 envs x 32 steps
@@ -183,7 +183,7 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     # Asterix takes a lower learning rate: at Breakout's 5e-3 its updates clip many of the
     # ratios, and 2.5e-3 was the best of a grid on the tuning seeds. Asterix and Freeway take
-    # gymnax-blines' 10M-step budget, as at 5M they fall short of its figures (BENCHMARKS.md).
+    # gymnax-blines' 10M-step budget, as at 5M they fall short of its figures (docs/notes).
     "Asterix-MinAtar": dataclasses.replace(
         minatar("Asterix-MinAtar"), lr=2.5e-3, total_timesteps=10_000_000
     ),

@@ -4,7 +4,7 @@ The classic-control presets start from CleanRL's ``pqn.py`` (4 envs x 128 steps,
 minibatches, RAdam 2.5e-4 annealed, gamma 0.99, Q(lambda) 0.65, epsilon 1 -> 0.05 over half the
 run, LayerNorm MLP 120 x 84, gradient norm 10); the Atari ones its ``pqn_atari_envpool.py``.
 BENCHMARKS.md has the returns the classic-control, MinAtar and Snake presets reach; the Atari
-presets have not been run at their budget, which needs a GPU (CPU throughput in BENCHMARKS.md).
+presets have not been run at their budget, which needs a GPU (CPU throughput in docs/notes).
 One difference throughout: the loss is half the squared error (CleanRL: the squared error),
 which RAdam's scale invariance makes immaterial but for its epsilon and the gradient clipping.
 """
@@ -55,7 +55,7 @@ def minatar(env: str) -> PQNConfig:
 
 PRESETS: dict[str, PQNConfig] = {
     # 32 envs x 32 steps at lr 1e-3 rather than CleanRL's 4 x 128 at 2.5e-4: CleanRL's settings
-    # left some tuning seeds short of solving CartPole, these solved all of them (BENCHMARKS.md).
+    # left some tuning seeds short of solving CartPole, these solved all of them (docs/notes).
     "CartPole-v1": PQNConfig(env="CartPole-v1", num_envs=32, rollout_len=32, lr=1e-3),
     "Acrobot-v1": PQNConfig(env="Acrobot-v1", num_envs=16, rollout_len=32, total_timesteps=500_000),
     # A memory task with a GRU (docs/guide.md, "Recurrent policies"); --network mlp gives the

@@ -6,7 +6,7 @@ use other dimension orders (the kernel gradient contracts over the batch axis), 
 ``while`` loop, which is where every update of a ``lax.scan`` training loop runs, XLA:CPU leaves
 them in that form and falls back to a naive loop, so the Nature CNN's backward pass runs far
 slower inside the minibatch scan than outside it (jax-ml/jax#12868; figures in
-BENCHMARKS.md). ``conv2d`` writes both gradients as canonical convolutions on explicitly
+docs/notes). ``conv2d`` writes both gradients as canonical convolutions on explicitly
 transposed operands, which XLA:CPU runs at full speed anywhere. Other backends are unaffected
 either way.
 """

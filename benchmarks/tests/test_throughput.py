@@ -36,7 +36,9 @@ def test_tiny_sac_bench_prints_every_row_and_records_those_beside_a_peer(tmp_pat
     assert recorded == sorted(f"sac-Pendulum-v1-1seed-1dev-{peer}.json" for peer in chosen)
     page = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## Speed beside peers" in page and "| reference (benchmarks/reference_sac.py) |" in page
-    assert "--write-records" not in page and "--total-timesteps 16" in page
+    commands = [line for line in page.splitlines() if "python -m benchmarks.throughput" in line]
+    assert any("--total-timesteps 16" in line for line in commands), commands
+    assert not any("--write-records" in line for line in commands), commands
 
 
 def test_a_row_beside_a_peer_becomes_a_record_that_keeps_its_place(tmp_path):

@@ -45,6 +45,9 @@ class TrainOutput(NamedTuple):
     """The trained agents, stacked over seeds (``agents.state`` is the algorithm state)."""
     algo: Algo
     run_dir: Path | None
+    evaluations: dict[str, np.ndarray] | None = None
+    """The greedy evaluations of ``eval_every=N`` (None without): ``update`` ``[E]``, the update
+    counts they followed, and ``eval/return``, ``eval/length`` ``[num_seeds, E]``."""
 
     def policy(self, seed_index: int = 0, greedy: bool = True):
         """Seed ``seed_index``'s trained policy as a callable on raw observations."""
@@ -124,7 +127,14 @@ def train(
     result = outcome.result
     where = None if outcome.run_dir is None else outcome.run_dir.resolve()
     return TrainOutput(
-        spec, cfg, outcome.summary, result.history, result.agents, outcome.algo, where
+        spec,
+        cfg,
+        outcome.summary,
+        result.history,
+        result.agents,
+        outcome.algo,
+        where,
+        result.evaluations,
     )
 
 

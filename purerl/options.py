@@ -55,6 +55,13 @@ class RunOptions:
     """Also log to this Weights & Biases project (pip install 'purerl[wandb]')."""
     plot_window: int = 100
     """Moving-average window (updates) of the smoothed learning curve written at the end."""
+    eval_every: int = 0
+    """Every this many updates, play --eval-episodes episodes per seed with the greedy policy on
+    fresh environments and log their mean return as eval/return (0: never). Training is
+    unchanged by it."""
+    eval_episodes: int = 10
+    """Episodes per seed of each --eval-every evaluation: one per fresh environment, played in
+    parallel; their first episodes count."""
     compilation_cache: bool = True
     """Keep compiled programs in JAX's persistent cache (in $PURERL_CACHE_DIR, else
     $XDG_CACHE_HOME/purerl/jax), so a second run of a configuration skips most of its
@@ -123,6 +130,7 @@ MAX_CHECKPOINTS_KEPT = 100_000
 """More checkpoints than any disk holds for a run; the bound keeps the number meaningful."""
 MAX_PROCESSES = 1 << 16
 MAX_CHECKPOINT_MINUTES = 366 * 24 * 60
+MAX_EVAL_EPISODES = 100_000
 
 BOUNDS = {
     "updates_per_chunk": (1, MAX_UPDATES),
@@ -130,6 +138,8 @@ BOUNDS = {
     "keep_checkpoints": (1, MAX_CHECKPOINTS_KEPT),
     "keep_best": (0, MAX_CHECKPOINTS_KEPT),
     "plot_window": (1, MAX_UPDATES),
+    "eval_every": (0, MAX_UPDATES),
+    "eval_episodes": (1, MAX_EVAL_EPISODES),
     "num_devices": (1, MAX_PROCESSES),
     "num_processes": (1, MAX_PROCESSES),
     "process_id": (0, MAX_PROCESSES - 1),
@@ -149,6 +159,8 @@ RESUMABLE = frozenset(
         "tensorboard",
         "wandb_project",
         "plot_window",
+        "eval_every",
+        "eval_episodes",
         "compilation_cache",
         "checkpoints",
         "device",
@@ -159,4 +171,4 @@ RESUMABLE = frozenset(
     }
 )
 """Run options a resumed run may change: reporting, cadence and where this process runs.
-Chunking never changes results (update ``u`` draws ``fold_in(key, u)``)."""
+Chunking never changes results (update ``u`` draws ``fold_in(key, u)``), nor does evaluating."""

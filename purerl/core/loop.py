@@ -3,8 +3,8 @@
 A chunk is ``lax.scan`` over ``algo.update``, vmapped over seeds and compiled once per chunk
 length. Update ``u`` of every seed draws its key as ``fold_in(seed_key, u)``, so results do not
 depend on how the run is cut into chunks: one chunk of 2N equals two chunks of N. Between chunks
-the host hands metrics to sinks and saves checkpoints at their cadence; the time those take is
-kept apart from training time.
+the host evaluates the agents when asked to (``Evaluation``), hands metrics to sinks and saves
+checkpoints at their cadence; the time those take is kept apart from training time.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.algos import Algo
+from purerl.config import MAX_UPDATES
 from purerl.core.parallel import Placement, fetch, place, replicas_fingerprints
 from purerl.core.report import ChunkReport, Sink, emit
 from purerl.core.types import Array, Key, Metrics
@@ -52,6 +53,32 @@ class Snapshot(NamedTuple):
     updates_done: int
     record: dict[str, Any]
     """What the run recorded about itself (``sessions``: one timing record per process)."""
+
+
+EVAL_STREAM = MAX_UPDATES
+"""``fold_in`` of an agent's key that starts its evaluation key stream. Updates fold in their
+step, which stays below ``MAX_UPDATES``, so no update draws it."""
+
+
+def evaluation_key(key: Key, updates_done: Array | int) -> Key:
+    """The key of the evaluation after ``updates_done`` updates of an agent whose update keys
+    come from ``key`` (``Agent.key``): a stream of its own, derived from the update count."""
+    return jax.random.fold_in(jax.random.fold_in(key, EVAL_STREAM), updates_done)
+
+
+EvalFn = Callable[[Any, Array], Metrics]
+"""``(agents, updates_done) -> metrics``: an evaluation of agents stacked over seeds, each metric
+``[S]``; pure, so it can be compiled. It reads the agents and changes nothing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """An evaluation the loop runs after every ``every`` updates (update counts that are
+    multiples of it, resumed runs too): chunks are cut to end there, and its metrics reach the
+    sinks with the chunk that ends there (``ChunkReport.evals``)."""
+
+    every: int
+    program: EvalFn
 
 
 class TrainSpec(Protocol):
@@ -255,6 +282,45 @@ def plan_chunks(
     return [size] * full + ([rest] if rest else [])
 
 
+def plan_evaluated_chunks(
+    num_updates: int,
+    updates_per_chunk: int | None,
+    eval_every: int,
+    checkpoint_every: int | None = None,
+    start: int = 0,
+    target_chunks: int = 20,
+) -> list[int]:
+    """Chunk lengths from ``start`` of a run that evaluates every ``eval_every`` updates: every
+    multiple of it ends a chunk.
+
+    Without an explicit size, chunks are a divisor of ``eval_every`` (and of ``checkpoint_every``)
+    nearest ``num_updates / target_chunks`` by ratio, so one length (two when it does not
+    divide ``num_updates``) serves the whole run. A resumed run keeps the uninterrupted run's
+    chunk ends, after one chunk that reaches the first of them.
+    """
+    if updates_per_chunk is None:
+        target = max(1.0, num_updates / target_chunks)
+        common = math.gcd(eval_every, checkpoint_every or 0)
+        updates_per_chunk = min(divisors(common), key=lambda d: abs(math.log(d / target)))
+    ends = np.cumsum(plan_chunks(num_updates, updates_per_chunk))
+    later = [int(end) for end in ends if end > start]
+    lengths = [b - a for a, b in zip([start, *later[:-1]], later, strict=True)]
+    return cut_at_multiples(lengths, start, eval_every)
+
+
+def cut_at_multiples(lengths: list[int], start: int, every: int) -> list[int]:
+    """``lengths`` (chunks from update ``start``) cut so that a chunk ends at every multiple of
+    ``every``."""
+    ends, end = set(), start
+    for length in lengths:
+        end += length
+        ends.add(end)
+    first = (start // every + 1) * every
+    ends.update(range(first, end + 1, every))
+    cuts = sorted(ends)
+    return [b - a for a, b in zip([start, *cuts[:-1]], cuts, strict=True)]
+
+
 def divisors(n: int) -> list[int]:
     """The divisors of ``n``, ascending, in ``O(sqrt(n))``."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
@@ -290,6 +356,8 @@ class Timing:
     compile_time_s: float = 0.0
     train_time_s: float = 0.0
     checkpoint_time_s: float = 0.0
+    eval_time_s: float = 0.0
+    """Spent evaluating (``Evaluation``), compile excluded."""
     wall_time_s: float = 0.0
 
     def record(self, env_steps: int) -> dict[str, Any]:
@@ -302,6 +370,7 @@ class Timing:
             "compile_time_s": self.compile_time_s,
             "train_time_s": self.train_time_s,
             "checkpoint_time_s": self.checkpoint_time_s,
+            "eval_time_s": self.eval_time_s,
             "steps_per_second": env_steps / max(self.train_time_s, 1e-9),
         }
 
@@ -339,6 +408,9 @@ class TrainResult(NamedTuple, Generic[S]):
     """One record per process of the run so far (earlier ones from the checkpoint)."""
     interrupted: bool
     """True when ``should_stop`` ended the run early (after saving a checkpoint)."""
+    evaluations: dict[str, np.ndarray] | None = None
+    """The evaluations this process ran (``Evaluation``): ``update`` ``[E]``, the update counts
+    they followed, and each evaluation metric ``[S, E]``; None without an evaluation."""
 
 
 class History:
@@ -410,6 +482,7 @@ def train(
     start: Snapshot | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     placement: Placement | None = None,
+    evaluation: Evaluation | None = None,
 ) -> TrainResult[S]:
     """Trains ``spec.num_seeds`` agents for ``spec.num_updates`` updates each.
 
@@ -421,6 +494,8 @@ def train(
         start: a restored checkpoint to continue from instead of fresh agents.
         should_stop: polled after every chunk; True saves a checkpoint and ends the run.
         placement: the devices and how the work is split over them (one device without).
+        evaluation: run after every ``evaluation.every`` updates, its metrics reported with the
+            chunk that ends there; it reads the agents and changes nothing of the training.
 
     Raises:
         NonFiniteLossError: a loss turned NaN or infinite (nothing after it is saved).
@@ -434,8 +509,20 @@ def train(
         earlier = list(start.record.get("sessions", []))
     timing = Timing(first_update=done, updates_done=done)
     every = checkpoints.every_updates if checkpoints else None
-    lengths = plan_chunks(spec.num_updates, updates_per_chunk, checkpoint_every=every, start=done)
+    if evaluation is None:
+        lengths = plan_chunks(
+            spec.num_updates, updates_per_chunk, checkpoint_every=every, start=done
+        )
+    else:
+        lengths = plan_evaluated_chunks(
+            spec.num_updates, updates_per_chunk, evaluation.every, every, done
+        )
     compiled = {n: compile_chunk(algo, agents, n, stream, placement) for n in sorted(set(lengths))}
+    evaluate = None
+    if evaluation is not None and any(
+        u % evaluation.every == 0 for u in np.cumsum([done, *lengths])[1:]
+    ):
+        evaluate = jax.jit(evaluation.program).lower(agents, np.int32(done)).compile()
     jax.block_until_ready(agents)
     timing.compile_time_s = time.perf_counter() - begin
     steps_per_update = spec.env_steps_per_update * spec.num_seeds
@@ -447,12 +534,20 @@ def train(
 
     last_save = time.perf_counter()
     interrupted = False
+    evaluated: list[tuple[int, Metrics]] = []
     for length in lengths:
         chunk_start = time.perf_counter()
         agents, metrics = compiled[length](agents)
         metrics = host_metrics(metrics, agents, placement)
         timing.train_time_s += time.perf_counter() - chunk_start
-        report = ChunkReport(done, metrics, time.perf_counter() - begin, timing.train_time_s)
+        evals = None
+        if evaluate is not None and (done + length) % evaluation.every == 0:
+            eval_start = time.perf_counter()
+            evals = fetch(evaluate(agents, np.int32(done + length)))
+            timing.eval_time_s += time.perf_counter() - eval_start
+            evaluated.append((done + length, evals))
+        wall = time.perf_counter() - begin
+        report = ChunkReport(done, metrics, wall, timing.train_time_s, evals)
         bad = first_nonfinite(report)
         if bad is not None:
             raise NonFiniteLossError(nonfinite_message(*bad, checkpoints))
@@ -479,8 +574,22 @@ def train(
         if interrupted:
             break
     return TrainResult(
-        agents, history.arrays(), history.final_returns(), timing, sessions(), interrupted
+        agents,
+        history.arrays(),
+        history.final_returns(),
+        timing,
+        sessions(),
+        interrupted,
+        None if evaluation is None else stack_evaluations(evaluated),
     )
+
+
+def stack_evaluations(evaluated: list[tuple[int, Metrics]]) -> dict[str, np.ndarray]:
+    """``TrainResult.evaluations`` from ``(update, metrics [S])`` pairs."""
+    out = {"update": np.asarray([update for update, _ in evaluated], np.int64)}
+    for name in evaluated[0][1] if evaluated else ():
+        out[name] = np.stack([np.asarray(m[name]) for _, m in evaluated], axis=1)
+    return out
 
 
 def nonfinite_message(seed: int, update: int, checkpoints: CheckpointPolicy | None) -> str:

@@ -23,6 +23,9 @@ class ChunkReport(NamedTuple):
     """Since the run started (compile included)."""
     train_time_s: float
     """Spent running this process's chunks so far (compile and checkpoint saves excluded)."""
+    evals: dict[str, np.ndarray] | None = None
+    """Evaluation metrics ``[num_seeds]`` each (``eval/return``, ...) of the agents after the
+    chunk's last update, when the run evaluated there (``purerl.core.loop.Evaluation``)."""
 
 
 class Sink(Protocol):

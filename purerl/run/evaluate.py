@@ -1,8 +1,11 @@
-"""Evaluating trained agents from their checkpoints: episode returns, and a video of one episode.
+"""Evaluating trained agents: from their checkpoints (episode returns, and a video of one
+episode), and during training (``--eval-every``, ``make_evaluation``).
 
 Each evaluation plays ``K`` fresh environments in parallel until every one has finished an
 episode, for every trained seed at once (vmapped); the first episode of each environment counts.
-Observation-normalisation statistics are taken from the trained agent.
+Counting only first episodes keeps the mean unbiased: the first ``K`` episodes to end among fewer
+environments would favour short ones. Observation-normalisation statistics are taken from the
+trained agent.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import numpy as np
 from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
-from purerl.core.loop import Agent, init_agents
-from purerl.core.types import Array, Key
+from purerl.core.loop import Agent, EvalFn, evaluation_key, init_agents
+from purerl.core.types import Array, Key, Metrics
 from purerl.envs.render import adapter_state, render_frame
 from purerl.envs.wrappers import NormalizeObsState
 from purerl.run import checkpoint, rundir
@@ -149,6 +152,49 @@ def evaluate(
         return play_episodes(run.algo, env, agent.state, key, greedy, max_steps)
 
     return jax.jit(jax.vmap(one))(run.agents, keys)
+
+
+EVAL_MAX_STEPS = 10_000
+"""Steps an evaluation during training plays at most (``purerl eval --max-steps``' default):
+an episode still going then is left out of the mean."""
+
+
+def episode_metrics(episodes: Episodes) -> Metrics:
+    """``eval/return`` and ``eval/length``: means over the finished episodes (NaN: none)."""
+    count = episodes.finished.sum()
+
+    def mean(values: Array) -> Array:
+        total = jnp.where(episodes.finished, values, 0).sum().astype(jnp.float32)
+        return jnp.where(count > 0, total / jnp.maximum(count, 1), jnp.nan)
+
+    return {"eval/return": mean(episodes.returns), "eval/length": mean(episodes.lengths)}
+
+
+def make_evaluation(
+    algo: Algo, env: Any, max_steps: int = EVAL_MAX_STEPS, replicated: bool = False
+) -> EvalFn:
+    """The evaluation of a run's agents during training (``purerl.core.loop.Evaluation``).
+
+    Every seed plays ``env.spec.num_envs`` fresh episodes with its greedy policy, reset with
+    ``evaluation_key(agent.key, updates_done)`` (a recurrent policy starts with fresh memory and
+    forgets at each episode's end); their mean return and length are ``[S]`` metrics. It reads
+    the agents' parameters (and observation statistics) and leaves them, and the training
+    environments and keys, as they are. ``replicated``: agents stacked ``[D, S, ...]`` over
+    data-parallel replicas (identical), of which the first is evaluated.
+    """
+
+    def program(agents: Agent, updates_done: Array) -> Metrics:
+        if replicated:
+            agents = jax.tree.map(lambda x: x[0], agents)
+
+        def one(agent: Agent) -> Metrics:
+            key = evaluation_key(agent.key, updates_done)
+            episodes = play_episodes(algo, env, agent.state, key, True, max_steps)
+            return episode_metrics(episodes)
+
+        return jax.vmap(one)(agents)
+
+    return program
 
 
 class Recording(NamedTuple):

@@ -19,7 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from purerl.run.compare import moving_average, run_table_row, seed_mean_std
-from purerl.run.rundir import NotARunError, Run, graph_paths, load_run
+from purerl.run.rundir import Evaluations, NotARunError, Run, graph_paths, load_run
 
 __all__ = [
     "NotARunError",
@@ -49,11 +49,15 @@ class Curves(NamedTuple):
     """``[U]`` frames per seed after each update."""
     returns: np.ndarray
     """``[S, U]`` mean return of the episodes each update finished; NaN where none did."""
+    evaluations: Evaluations | None = None
+    """The greedy policy's evaluations during training (``--eval-every``), drawn as points."""
 
     @classmethod
     def of_run(cls, run: Run) -> Curves:
         first_seed = int(run.record.config.get("seed", 0))
-        return cls(run.algo, run.env, run.status, first_seed, run.frames, run.returns)
+        return cls(
+            run.algo, run.env, run.status, first_seed, run.frames, run.returns, run.evaluations
+        )
 
 
 def draw_band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, color: Any) -> None:
@@ -95,17 +99,43 @@ def trial_graph(curves: Curves, values: np.ndarray, subtitle: str, path: Path) -
         label = f"seed {curves.first_seed + seed_index}" if num_seeds <= 8 else None
         ax.plot(curves.frames[ok], curve[ok], color=color, linewidth=0.8, alpha=0.6, label=label)
     draw_band(ax, curves.frames, values, "mean ± std across seeds", "C0")
+    if curves.evaluations is not None:
+        draw_evaluations(ax, curves.evaluations)
     seeds = f"{num_seeds} seed{'s' if num_seeds != 1 else ''}"
     status = "" if curves.status == "finished" else f", {curves.status}"
     title = f"{curves.algo.upper()} on {curves.env}, {seeds}{status}\n{subtitle}"
     finish_figure(fig, ax, title, path)
 
 
+def draw_evaluations(
+    ax: Axes,
+    evaluations: Evaluations,
+    color: Any = "black",
+    label: str = "greedy evaluation (mean ± std across seeds)",
+) -> None:
+    """Each evaluation's across-seed mean return as a point, with a +- std bar across seeds."""
+    mean, std = seed_mean_std(evaluations.returns)
+    ok = np.isfinite(mean)
+    ax.errorbar(
+        evaluations.frames[ok],
+        mean[ok],
+        yerr=np.nan_to_num(std[ok]),
+        fmt="D",
+        color=color,
+        markersize=5,
+        capsize=3,
+        linewidth=1.0,
+        label=label,
+        zorder=3,
+    )
+
+
 def draw_trial_graphs(run_dir: str | Path, curves: Curves, window: int = 100) -> list[Path]:
     """Writes a run's learning curves as PNGs (800 x 500 px) into its directory.
 
     ``returns.png``: each seed's per-update mean episode return against frames per seed,
-    with the across-seed mean and a +- std band. ``returns_smoothed.png``: the same after a
+    with the across-seed mean and a +- std band, and the evaluations of the greedy policy
+    (``--eval-every``) as points. ``returns_smoothed.png``: the same after a
     trailing ``moving_average`` over ``window`` updates of each seed's curve.
 
     Returns:
@@ -130,7 +160,8 @@ def compare_runs(
     """Overlays several runs' smoothed curves (across-seed mean +- std) in one PNG.
 
     Each run's seeds are smoothed with ``moving_average`` over ``window`` updates before the
-    mean and std across seeds are taken; the x axis is frames per seed.
+    mean and std across seeds are taken; the x axis is frames per seed. A run's evaluations of
+    its greedy policy (``--eval-every``), unsmoothed, are points in its colour.
 
     Returns:
         One dict per run, in order: ``run`` (directory name), ``algo``, ``env``, ``seeds``,
@@ -150,7 +181,10 @@ def compare_runs(
         label = f"{run.name} ({run.algo} {run.env}, {run.num_seeds} seeds)"
         if run.status != "finished":
             label += f", {run.status}"
-        draw_band(ax, run.frames, moving_average(run.returns, window), label, f"C{index % 10}")
+        color = f"C{index % 10}"
+        draw_band(ax, run.frames, moving_average(run.returns, window), label, color)
+        if run.evaluations is not None:
+            draw_evaluations(ax, run.evaluations, color, f"{run.name}, greedy evaluation")
     title = f"Episode return, mean ± std across seeds, moving average over {window} updates"
     finish_figure(fig, ax, title, Path(out_path))
     return [run_table_row(run, window) for run in runs]

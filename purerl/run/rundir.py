@@ -280,7 +280,8 @@ def report_rows(report: ChunkReport, env_steps_per_update: int, frame_skip: int)
     ``update`` counts updates done; ``env_steps`` and ``frames`` are per agent; ``wall_time_s``
     is the time since the process started the run at the end of the chunk (compile included).
     Top-level metric values are means over the seeds where they are defined (null where no
-    seed's is); ``per_seed`` lists every seed's value.
+    seed's is); ``per_seed`` lists every seed's value. The chunk's evaluation, if the run
+    evaluated after its last update (``eval/return``, ``eval/length``), joins that update's row.
     """
     names = sorted(report.metrics)
     length = report.metrics[names[0]].shape[1]
@@ -301,6 +302,11 @@ def report_rows(report: ChunkReport, env_steps_per_update: int, frame_skip: int)
             per_seed[name] = [json_number(v) for v in values]
         row["per_seed"] = per_seed
         rows.append(row)
+    for name, values in sorted((report.evals or {}).items()):
+        row, values = rows[-1], np.asarray(values, np.float64)
+        finite = values[np.isfinite(values)]
+        row[name] = json_number(finite.mean()) if finite.size else None
+        row["per_seed"][name] = [json_number(v) for v in values]
     return rows
 
 
@@ -435,6 +441,8 @@ class Summary:
     sessions: list[dict[str, Any]]
     """One record per process: updates, time and steps/s of each."""
     interrupted: bool = False
+    eval_time_s: float = 0.0
+    """Seconds spent evaluating (``--eval-every``), compile excluded."""
     device: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Device kind and count, memory in use and at peak, the process's peak resident memory."""
 
@@ -474,6 +482,43 @@ def record_resume(run_dir: Path, row: dict[str, Any]) -> None:
         f.write(json.dumps(json_ready(stamped)) + "\n")
 
 
+class Evaluations(NamedTuple):
+    """The evaluations of a run (``--eval-every``), ``E`` of them, ``S`` seeds."""
+
+    updates: np.ndarray
+    """``[E]`` int64, updates done before each."""
+    frames: np.ndarray
+    """``[E]`` int64, frames per agent at each."""
+    returns: np.ndarray
+    """``[S, E]`` float64, each seed's mean return over the evaluation's episodes (NaN: none
+    finished)."""
+    lengths: np.ndarray
+    """``[S, E]`` float64, their mean length."""
+
+
+EVAL_RETURN = "eval/return"
+EVAL_LENGTH = "eval/length"
+
+
+def evaluations_of_rows(rows: list[dict[str, Any]], num_seeds: int) -> Evaluations | None:
+    """The evaluations recorded in ``metrics.jsonl`` rows, or None if there are none."""
+    rows = [row for row in rows if EVAL_RETURN in row["per_seed"]]
+    if not rows:
+        return None
+    return Evaluations(
+        updates=np.asarray([row["update"] for row in rows], np.int64),
+        frames=np.asarray([row["frames"] for row in rows], np.int64),
+        returns=per_seed_column(rows, EVAL_RETURN, num_seeds),
+        lengths=per_seed_column(rows, EVAL_LENGTH, num_seeds),
+    )
+
+
+def read_evaluations(run_dir: Path, num_seeds: int) -> Evaluations | None:
+    """The evaluations a run's ``metrics.jsonl`` holds (None: none, or no file)."""
+    path = Path(run_dir) / METRICS_FILE
+    return evaluations_of_rows(read_metrics_rows(path), num_seeds) if path.is_file() else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One run directory, read as far as it has been written. ``S`` seeds, ``U`` updates."""
@@ -494,6 +539,8 @@ class Run:
     """``[S, U]`` float64 number of episodes each update finished."""
     summary: Summary | None
     """``summary.json``, or None while the run is in progress."""
+    evaluations: Evaluations | None = None
+    """The run's evaluations (``--eval-every``); None: it made none."""
 
     @property
     def status(self) -> str:
@@ -567,6 +614,7 @@ def run_from_rows(
         returns=per_seed_column(rows, "episode/return", num_seeds),
         episode_counts=np.nan_to_num(per_seed_column(rows, "episode/count", num_seeds)),
         summary=summary,
+        evaluations=evaluations_of_rows(rows, num_seeds),
     )
 
 

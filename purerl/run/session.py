@@ -25,6 +25,7 @@ from purerl.config import USER_ERRNOS, ConfigError, flag
 from purerl.core import parallel
 from purerl.core.loop import (
     CheckpointPolicy,
+    Evaluation,
     History,
     Snapshot,
     Timing,
@@ -368,6 +369,7 @@ def train_and_finish(
             start=start,
             should_stop=stop.requested if stop is not None else (lambda: False),
             placement=setup.placement,
+            evaluation=make_evaluation(setup, extra_sinks),
         )
         if saver is not None:
             saver.close()
@@ -395,6 +397,28 @@ def train_and_finish(
             finish(setup, run_dir, summary, result, extra_sinks)
     signum = stop.signum if (stop is not None and result.interrupted) else None
     return Outcome(run_dir, summary, result, setup.algo, signum)
+
+
+def make_evaluation(setup: Setup, sinks: Sequence[Sink] = ()) -> Evaluation | None:
+    """The evaluation ``--eval-every`` asks for: ``--eval-episodes`` fresh environments per seed,
+    built as the training ones are, played by the greedy policy (``run.evaluate``)."""
+    options, cfg = setup.options, setup.cfg
+    if not options.eval_every:
+        return None
+    from purerl.run.evaluate import make_evaluation as evaluation_program
+
+    if options.eval_every > cfg.num_updates:
+        warn(
+            sinks,
+            f"--eval-every {options.eval_every} is more than the run's {cfg.num_updates} "
+            "updates: it will not evaluate",
+        )
+    env = envs.from_config(cfg, options.eval_episodes, env=setup.request.env)
+    # Built without the device axis: the policy needs none, and the evaluation runs outside
+    # the data-parallel program, on the first replica's agents.
+    algo = setup.request.spec.build(cfg, setup.env)
+    replicated = setup.placement is not None and setup.placement.mode == "data"
+    return Evaluation(options.eval_every, evaluation_program(algo, env, replicated=replicated))
 
 
 def spans(updates: list[int]) -> str:
@@ -553,6 +577,7 @@ def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir
         steps_per_second=trained_steps / max(train_time, 1e-9),
         sessions=sessions,
         interrupted=result.interrupted,
+        eval_time_s=sum(s.get("eval_time_s", 0.0) for s in sessions),
         device=parallel.memory_report(setup.placement),
     )
 
@@ -570,7 +595,11 @@ def finish(
     steps = cfg.env_steps_per_update * setup.env.spec.frame_skip
     frames = np.arange(1, returns.shape[1] + 1, dtype=np.int64) * steps
     status = "interrupted" if summary.interrupted else "finished"
-    curves = Curves(setup.request.spec.name, cfg.env, status, cfg.seed, frames, returns)
+    # The evaluations of every process of the run, as metrics.jsonl holds them.
+    evaluations = rundir.read_evaluations(run_dir, cfg.num_seeds)
+    curves = Curves(
+        setup.request.spec.name, cfg.env, status, cfg.seed, frames, returns, evaluations
+    )
     graphs = draw_trial_graphs(run_dir, curves, setup.options.plot_window)
     notify(sinks, final_line(summary, run_dir))
     notify(sinks, "learning curves: " + ", ".join(str(path) for path in graphs))

@@ -23,7 +23,8 @@ class ProgressSink:
 
     Speed counts all seeds' environment steps (frames when ``frame_skip`` > 1) over training
     time, compilation excluded. The return is the mean over seeds of each seed's mean over its
-    last 100 or more finished episodes.
+    last 100 or more finished episodes; ``eval`` the latest evaluation's mean return over seeds
+    (``--eval-every``).
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class ProgressSink:
         # A resumed run starts from the statistics of the updates before it.
         self.returns: list[np.ndarray] = [] if history is None else [history["episode/return"]]
         self.counts: list[np.ndarray] = [] if history is None else [history["episode/count"]]
+        self.last_eval = ""
         self.bar = None
         if self.out.isatty():
             from rich.console import Console
@@ -79,9 +81,16 @@ class ProgressSink:
         self.counts.append(report.metrics["episode/count"])
         done = report.first_update + report.metrics["episode/return"].shape[1]
         speed, ret = self.status(done, report.train_time_s).split(" | ")
+        if report.evals is not None:
+            values = np.asarray(report.evals["eval/return"], np.float64)
+            finite = values[np.isfinite(values)]
+            self.last_eval = f" | eval {finite.mean():.1f}" if finite.size else " | eval -"
         if self.bar is not None:
+            # The bar keeps showing the latest evaluation; a plain line shows the one made there.
+            ret += self.last_eval
             self.bar.update(self.task, completed=done, speed=speed, ret=ret)
         else:
+            ret += self.last_eval if report.evals is not None else ""
             print(f"update {done}/{self.num_updates} | {speed} | {ret}", file=self.out, flush=True)
 
     def on_stream(self, seed: Any, updates_done: Any, metrics: Any) -> None:

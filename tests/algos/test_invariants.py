@@ -17,6 +17,7 @@ import pytest
 from purerl import algos, envs
 from purerl.config import ConfigError
 from purerl.core.loop import (
+    Evaluation,
     init_agent,
     init_agents,
     init_program,
@@ -24,6 +25,7 @@ from purerl.core.loop import (
     over_seeds,
     train,
 )
+from purerl.run.evaluate import make_evaluation
 from tests.helpers import as_numpy, leaves_equal
 
 RECURRENT = {"ppo+gru": ("ppo", "gru"), "pqn+lstm": ("pqn", "lstm")}
@@ -148,6 +150,20 @@ def test_update_traces_once_across_repeated_chunk_calls(name):
     for _ in range(3):
         agents, _ = chunk(agents)
     assert traces == 1
+
+
+@pytest.mark.slow
+def test_evaluating_during_training_changes_nothing_of_it(name, whole):
+    # One update per chunk, the program the checkpoint tests train (the compilation cache
+    # serves it); the evaluation after updates 3 and 6 is the one program compiled here.
+    spec, cfg = smoke(name)
+    algo = spec.build(cfg, envs.from_config(cfg))
+    program = make_evaluation(algo, envs.from_config(cfg, 2))
+    evaluated = train(algo, cfg, updates_per_chunk=1, evaluation=Evaluation(3, program))
+    assert leaves_equal(whole.agents, evaluated.agents)
+    assert leaves_equal(whole.history, evaluated.history)
+    np.testing.assert_array_equal(evaluated.evaluations["update"], [3, 6])
+    assert np.isfinite(evaluated.evaluations["eval/return"]).all()
 
 
 def test_runs_clean_under_key_reuse_checking(name):

@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Annotated, Any
 
+import tyro
+
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.options import hint
@@ -45,8 +47,11 @@ class DoctorArgs:
     """Devices to check: auto (GPUs if JAX sees any, else CPU), cpu or gpu."""
     seconds: float = 2.0
     """Rough time each throughput measurement runs for."""
-    atari: Annotated[bool | None, hint("on with a GPU, off on a CPU")] = None
-    """Also run one PPO update on Breakout-v5 through EnvPool."""
+    atari: Annotated[bool | None, tyro.conf.DisallowNone, hint("on with a GPU, off on a CPU")] = (
+        None
+    )
+    """Also run one PPO update on Breakout-v5 through EnvPool (--no-atari: not even with a
+    GPU)."""
     envpool: bool = True
     """Check EnvPool's XLA step and its host-callback fallback (needs pip install
     'purerl[atari]')."""

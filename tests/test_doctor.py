@@ -1,6 +1,8 @@
 """The doctor's and EnvPool's child processes: what they are started with, what they report."""
 
+import os
 import subprocess
+import threading
 
 from purerl.cli import doctor
 from purerl.envs import envpool
@@ -45,3 +47,76 @@ def test_envpools_start_up_check_runs_on_the_gpu_without_naming_its_platform(mon
     assert envpool.xla_step_works.__wrapped__() is True
     assert "JAX_PLATFORMS" not in seen
     assert seen["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+
+
+def test_rows_print_as_their_checks_finish_and_the_report_keeps_the_order(capsys, monkeypatch):
+    """The first check finishes only once the second one's row is out: rows stream."""
+    second_printed = threading.Event()
+    format_row = doctor.format_row
+
+    def spy(check: doctor.Check) -> str:
+        if check.name == "second":
+            second_printed.set()
+        return format_row(check)
+
+    monkeypatch.setattr(doctor, "format_row", spy)
+
+    def first() -> doctor.Check:
+        return doctor.Check("first", second_printed.wait(5))
+
+    def broken() -> doctor.Check:
+        raise RuntimeError("no device\nmore")
+
+    checks = doctor.run_jobs(
+        [([("first", first), ("second", lambda: doctor.Check("second", None))], 2)]
+        + [([("x", broken)], 1)]
+    )
+    assert [c.name for c in checks] == ["first", "second", "x"]
+    assert checks[0].ok is True, "the second check's row waited for the first check"
+    assert checks[2] == doctor.Check("x", False, note="RuntimeError: no device")
+    rows = capsys.readouterr().out.splitlines()
+    assert rows.index("| second | skipped | - |  |") < rows.index("| first | pass | - |  |")
+
+
+def test_a_full_check_runs_one_check_at_a_time_in_order(capsys):
+    running = []
+
+    def job(name: str):
+        def run() -> doctor.Check:
+            running.append(name)
+            return doctor.Check(name, True)
+
+        return name, run
+
+    checks = doctor.run_jobs([([job("a"), job("b"), job("c")], 1)])
+    assert running == ["a", "b", "c"] and [c.name for c in checks] == running
+    assert [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines()] == [
+        "| a",
+        "| b",
+        "| c",
+    ]
+
+
+def test_quick_compiles_cheaply_unless_the_user_set_those_flags(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=2 --xla_foo=1")
+    doctor.quick_compiles()
+    assert os.environ["XLA_FLAGS"].split() == [
+        "--xla_backend_optimization_level=2",
+        "--xla_foo=1",
+        "--xla_cpu_use_fusion_emitters=false",
+    ]
+    monkeypatch.delenv("XLA_FLAGS")
+    doctor.quick_compiles()
+    assert os.environ["XLA_FLAGS"].split() == list(doctor.QUICK_XLA_FLAGS)
+
+
+def test_quick_measures_briefly_and_atari_is_a_flag_pair_with_an_automatic_default():
+    from purerl.cli.parsing import parse
+
+    assert parse(doctor.DoctorArgs, [], "doctor").atari is None  # on with a GPU only
+    assert parse(doctor.DoctorArgs, ["--atari"], "doctor").atari is True
+    assert parse(doctor.DoctorArgs, ["--no-atari"], "doctor").atari is False
+    assert parse(doctor.DoctorArgs, [], "doctor").measure_seconds == 2.0
+    quick = parse(doctor.DoctorArgs, ["--quick"], "doctor")
+    assert quick.measure_seconds == doctor.QUICK_SECONDS
+    assert parse(doctor.DoctorArgs, ["--quick", "--seconds", "1"], "doctor").measure_seconds == 1

@@ -1,9 +1,10 @@
 """``purerl doctor``: what works on this machine's devices, and how fast.
 
 Runs a few seconds of each accelerated path on the devices JAX sees (GPUs when there are any,
-else CPUs) and prints one table row per check: pass or FAIL, the throughput, and for a failure
-what went wrong and what to try. The block at the end is what to send back with a bug report
-or a benchmark figure. Checks:
+else CPUs) and prints one table row per check as it finishes: pass or FAIL, the throughput, and
+for a failure what went wrong and what to try. The block at the end is what to send back with a
+bug report or a benchmark figure. ``--quick`` checks the same paths for pass/fail only: tiny
+programs compiled cheaply, run side by side. Checks:
 
 - ``train <algorithm>``: every registered algorithm on CartPole-v1 (its preset), one seed;
 - ``vmap 8 seeds``: eight PPO agents in one program;
@@ -21,8 +22,11 @@ Exit code 0 when every check that ran passed, 1 otherwise.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import functools
 import json
+import os
 import platform
 import re
 import subprocess
@@ -39,13 +43,15 @@ from purerl.config import ConfigError
 from purerl.options import hint
 
 CHILD_TIMEOUT_S = 600
+QUICK_SECONDS = 0.3
+"""How long --quick measures each throughput (unless --seconds is given)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class DoctorArgs:
     device: str = "auto"
     """Devices to check: auto (GPUs if JAX sees any, else CPU), cpu or gpu."""
-    seconds: float = 2.0
+    seconds: Annotated[float | None, hint("2.0, or 0.3 with --quick", "FLOAT")] = None
     """Rough time each throughput measurement runs for."""
     atari: Annotated[bool | None, tyro.conf.DisallowNone, hint("on with a GPU, off on a CPU")] = (
         None
@@ -58,14 +64,22 @@ class DoctorArgs:
     json: Annotated[str | None, hint("none", "PATH")] = None
     """Also write the results as JSON here."""
     quick: bool = False
-    """Check each path on the algorithms' tiny smoke configurations instead of their
-    CartPole-v1 presets: a quick pass/fail, throughputs not representative."""
+    """A pass/fail of each path in seconds, throughputs not representative: the algorithms'
+    tiny smoke configurations instead of their CartPole-v1 presets, one update per compiled
+    program, short measurements, and the EnvPool checks' child processes running beside the
+    others."""
 
     def __post_init__(self):
         if self.device not in ("auto", "cpu", "gpu"):
             raise ConfigError(f"--device must be auto, cpu or gpu, got {self.device!r}")
-        if not 0.1 <= self.seconds <= 600:
+        if self.seconds is not None and not 0.1 <= self.seconds <= 600:
             raise ConfigError(f"--seconds must lie in [0.1, 600], got {self.seconds}")
+
+    @property
+    def measure_seconds(self) -> float:
+        if self.seconds is not None:
+            return self.seconds
+        return QUICK_SECONDS if self.quick else 2.0
 
 
 @dataclasses.dataclass
@@ -76,6 +90,10 @@ class Check:
     figure: str = "-"
     note: str = ""
     rate: float | None = None
+
+
+Job = tuple[str, Callable[[], Check]]
+"""A check's name and the function that runs it."""
 
 
 def versions() -> dict[str, str]:
@@ -123,7 +141,7 @@ def train_check(
     if len(devices) > 1:
         placement = parallel.make_placement(devices, "seeds", num_seeds, cfg.num_envs)
     algo = spec.build(cfg, envs.from_config(cfg))
-    updates = max(1, min(cfg.num_updates, 8))
+    updates = 1 if args.quick else max(1, min(cfg.num_updates, 8))
     agents = loop.init_agents(algo, list(range(num_seeds)), placement)
     chunk = loop.compile_chunk(algo, agents, updates, placement=placement)
     state = {"agents": agents}
@@ -132,7 +150,7 @@ def train_check(
         state["agents"], metrics = chunk(state["agents"])
         return metrics
 
-    rate = timed_rate(run, updates * cfg.env_steps_per_update * num_seeds, args.seconds)
+    rate = timed_rate(run, updates * cfg.env_steps_per_update * num_seeds, args.measure_seconds)
     return Check(name, True, f"{rate:,.0f} steps/s", rate=rate)
 
 
@@ -235,9 +253,10 @@ def error_line(stderr: str) -> str | None:
 
 
 def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
+    """Runs the checks, printing each row as it finishes; the checks in order and the machine's
+    description."""
     import jax
 
-    from purerl import algos
     from purerl.core import parallel
 
     if args.device in ("auto", "cpu"):
@@ -248,46 +267,115 @@ def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
     kind = devices[0].platform
     info = {
         "versions": versions(),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPU cores",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
         "backend": jax.default_backend(),
         "devices": [f"{d} ({d.device_kind})" for d in devices],
     }
-    checks: list[Check] = []
-
-    def attempt(name: str, fn: Callable[[], Check]) -> None:
-        try:
-            checks.append(fn())
-        except Exception as err:  # a failing path is a result to report, not a crash
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            checks.append(Check(name, False, note=f"{type(err).__name__}: {first[:160]}"))
-        print(format_row(checks[-1]), flush=True)
-
     print(f"devices: {', '.join(info['devices'])}\n")
     print("| check | result | throughput | note |\n|---|---|---:|---|", flush=True)
-    with jax.default_device(devices[0]):
-        for name in algos.names():
-            check = f"train {name}"
-            attempt(check, lambda c=check, n=name: train_check(c, n, 1, args, devices[:1]))
-        attempt("vmap 8 seeds", lambda: train_check("vmap 8 seeds", "ppo", 8, args, devices[:1]))
+    train = train_checks(args, devices)
+    children = child_checks(args, kind)
+    if args.quick:
+        # The child processes run beside the compiles here, and the compiles (XLA's, which
+        # leave Python free) beside each other, one per core.
+        workers = parallel.usable_cores()
+        return run_jobs([(children, max(1, len(children))), (train, workers)]), info
+    # One at a time, so that no measurement shares the machine with another check.
+    return run_jobs([(train + children, 1)]), info
+
+
+def run_jobs(groups: list[tuple[list[Job], int]]) -> list[Check]:
+    """Runs each group of checks on its own number of threads, printing each row as its check
+    finishes; returns the checks in the order given."""
+    pools = [concurrent.futures.ThreadPoolExecutor(workers) for _, workers in groups]
+    futures = [
+        pool.submit(attempt, name, fn)
+        for pool, (jobs, _) in zip(pools, groups, strict=True)
+        for name, fn in jobs
+    ]
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            print(format_row(future.result()), flush=True)
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+    return [future.result() for future in futures]
+
+
+def on_device(fn: Callable[[], Check], device: Any) -> Callable[[], Check]:
+    """``fn`` with ``device`` as JAX's default device (a per-thread setting)."""
+
+    def call() -> Check:
+        import jax
+
+        with jax.default_device(device):
+            return fn()
+
+    return call
+
+
+def attempt(name: str, fn: Callable[[], Check]) -> Check:
+    """``fn()``, or a failed check naming the exception: a failing path is a result to report,
+    not a crash."""
+    try:
+        return fn()
+    except Exception as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        return Check(name, False, note=f"{type(err).__name__}: {first[:160]}")
+
+
+def train_checks(args: DoctorArgs, devices: list) -> list[Job]:
+    """The in-process checks: each algorithm, vmapped seeds, seeds over the devices."""
+    from purerl import algos
+
+    def on_one(name: str, algo: str, num_seeds: int) -> Job:
+        check = functools.partial(train_check, name, algo, num_seeds, args, devices[:1])
+        return name, on_device(check, devices[0])
+
+    checks = [on_one(f"train {name}", name, 1) for name in algos.names()]
+    checks.append(on_one("vmap 8 seeds", "ppo", 8))
     if len(devices) > 1:
-        check = f"seeds over {len(devices)} devices"
+        name = f"seeds over {len(devices)} devices"
         seeds = len(devices) * max(2, -(-8 // len(devices)))  # 8 or more, 2 or more each
-        attempt(check, lambda: train_check(check, "ppo", seeds, args, devices))
+        checks.append((name, functools.partial(train_check, name, "ppo", seeds, args, devices)))
     else:
-        checks.append(Check("seeds over devices", None, note="skipped: JAX sees one device"))
-        print(format_row(checks[-1]), flush=True)
+        skipped = Check("seeds over devices", None, note="skipped: JAX sees one device")
+        checks.append(("seeds over devices", lambda: skipped))
+    return checks
+
+
+def child_checks(args: DoctorArgs, kind: str) -> list[Job]:
+    """The checks in child processes: EnvPool's two step modes, and the Atari update."""
     platform_env = child_platform_env(kind)
+    steps = "64" if args.quick else "256"
+    checks: list[Job] = []
     if args.envpool:
         for mode in ("xla", "callback"):
             name = f"envpool {mode}"
-            attempt(
-                name,
-                lambda n=name, m=mode: child_check(n, CHILD_ENVPOOL, ["256", m], platform_env),
+            code_args = [steps, mode]
+            checks.append(
+                (name, functools.partial(child_check, name, CHILD_ENVPOOL, code_args, platform_env))
             )
-    atari = args.atari if args.atari is not None else kind == "gpu"
-    if atari:
-        attempt("atari ppo", lambda: child_check("atari ppo", CHILD_ATARI, [], platform_env))
-    return checks, info
+    if args.atari if args.atari is not None else kind == "gpu":
+        atari = functools.partial(child_check, "atari ppo", CHILD_ATARI, [], platform_env)
+        checks.append(("atari ppo", atari))
+    return checks
+
+
+QUICK_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+"""XLA settings of --quick: compiling makes up most of a quick check, and these cut its CPU
+time to about a quarter (XLA:CPU's MLIR fusion emitters are the larger part). The programs
+run slower, which a quick check's throughputs do not claim to show."""
+
+
+def quick_compiles() -> None:
+    """Adds ``QUICK_XLA_FLAGS`` to ``XLA_FLAGS`` for this process and its children (settings
+    already there win). Takes effect only before JAX starts its backend, as ``main`` calls
+    it."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    given = {flag.partition("=")[0] for flag in flags}
+    flags += [flag for flag in QUICK_XLA_FLAGS if flag.partition("=")[0] not in given]
+    os.environ["XLA_FLAGS"] = " ".join(flags)
 
 
 def format_row(check: Check) -> str:
@@ -297,6 +385,8 @@ def format_row(check: Check) -> str:
 
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(DoctorArgs, argv, prog, __doc__)
+    if args.quick:
+        quick_compiles()
     checks, info = run_checks(args)
     print("\nsend back:")
     report = {**info, "checks": [dataclasses.asdict(c) for c in checks]}

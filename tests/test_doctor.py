@@ -110,13 +110,43 @@ def test_quick_compiles_cheaply_unless_the_user_set_those_flags(monkeypatch):
     assert os.environ["XLA_FLAGS"].split() == list(doctor.QUICK_XLA_FLAGS)
 
 
-def test_quick_measures_briefly_and_atari_is_a_flag_pair_with_an_automatic_default():
+def test_atari_is_a_flag_pair_with_an_automatic_default():
     from purerl.cli.parsing import parse
 
     assert parse(doctor.DoctorArgs, [], "doctor").atari is None  # on with a GPU only
     assert parse(doctor.DoctorArgs, ["--atari"], "doctor").atari is True
     assert parse(doctor.DoctorArgs, ["--no-atari"], "doctor").atari is False
-    assert parse(doctor.DoctorArgs, [], "doctor").measure_seconds == 2.0
-    quick = parse(doctor.DoctorArgs, ["--quick"], "doctor")
-    assert quick.measure_seconds == doctor.QUICK_SECONDS
-    assert parse(doctor.DoctorArgs, ["--quick", "--seconds", "1"], "doctor").measure_seconds == 1
+
+
+def test_one_child_reports_several_checks_and_a_crash_fails_the_check_it_was_in(monkeypatch):
+    def fake_run(lines: list[str], code: int):
+        stdout = "".join(line + "\n" for line in lines)
+        stderr = "Fatal Python error: Aborted\n"
+        return lambda command, **kwargs: subprocess.CompletedProcess(command, code, stdout, stderr)
+
+    good = '{"rate": 1234.0, "finite": true}'
+    names = ["envpool callback", "envpool xla"]
+    monkeypatch.setattr(doctor.subprocess, "run", fake_run(["jax note", good, good], 0))
+    checks = doctor.child_checks_in_one(names, "code", [], {})
+    assert [(c.name, c.ok, c.figure) for c in checks] == [
+        ("envpool callback", True, "1,234 frames/s"),
+        ("envpool xla", True, "1,234 frames/s"),
+    ]
+    quick = doctor.child_checks_in_one(names, "code", [], {}, measured=False)
+    assert [(c.ok, c.figure, c.rate) for c in quick] == [(True, "-", None)] * 2
+    monkeypatch.setattr(doctor.subprocess, "run", fake_run([good], -6))
+    callback, xla = doctor.child_checks_in_one(names, "code", [], {})
+    assert callback.ok is True and xla.ok is False
+    assert xla.note.startswith("the process died of signal 6 (Fatal Python error: Aborted)")
+    monkeypatch.setattr(doctor.subprocess, "run", fake_run([good, good], 1))
+    assert [c.ok for c in doctor.child_checks_in_one(names, "code", [], {})] == [True, False]
+
+
+def test_a_shared_child_runs_once_for_the_checks_that_read_it():
+    calls = []
+    shared = doctor.Shared(lambda: calls.append(1) or {"a": 1, "b": 2})
+    checks = doctor.run_jobs(
+        [([("a", lambda: doctor.Check(str(shared()["a"]), True)),
+           ("b", lambda: doctor.Check(str(shared()["b"]), True))], 2)]
+    )  # fmt: skip
+    assert calls == [1] and [c.name for c in checks] == ["1", "2"]

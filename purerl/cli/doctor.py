@@ -31,6 +31,7 @@ import platform
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -43,16 +44,14 @@ from purerl.config import ConfigError
 from purerl.options import hint
 
 CHILD_TIMEOUT_S = 600
-QUICK_SECONDS = 0.3
-"""How long --quick measures each throughput (unless --seconds is given)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class DoctorArgs:
     device: str = "auto"
     """Devices to check: auto (GPUs if JAX sees any, else CPU), cpu or gpu."""
-    seconds: Annotated[float | None, hint("2.0, or 0.3 with --quick", "FLOAT")] = None
-    """Rough time each throughput measurement runs for."""
+    seconds: float = 2.0
+    """Rough time each throughput measurement runs for (--quick measures none)."""
     atari: Annotated[bool | None, tyro.conf.DisallowNone, hint("on with a GPU, off on a CPU")] = (
         None
     )
@@ -64,22 +63,15 @@ class DoctorArgs:
     json: Annotated[str | None, hint("none", "PATH")] = None
     """Also write the results as JSON here."""
     quick: bool = False
-    """A pass/fail of each path in seconds, throughputs not representative: the algorithms'
-    tiny smoke configurations instead of their CartPole-v1 presets, one update per compiled
-    program, short measurements, and the EnvPool checks' child processes running beside the
-    others."""
+    """Pass/fail of each path, no throughputs: the algorithms' tiny smoke configurations
+    instead of their CartPole-v1 presets, one update per program, compiled cheaply, the checks
+    side by side."""
 
     def __post_init__(self):
         if self.device not in ("auto", "cpu", "gpu"):
             raise ConfigError(f"--device must be auto, cpu or gpu, got {self.device!r}")
-        if self.seconds is not None and not 0.1 <= self.seconds <= 600:
+        if not 0.1 <= self.seconds <= 600:
             raise ConfigError(f"--seconds must lie in [0.1, 600], got {self.seconds}")
-
-    @property
-    def measure_seconds(self) -> float:
-        if self.seconds is not None:
-            return self.seconds
-        return QUICK_SECONDS if self.quick else 2.0
 
 
 @dataclasses.dataclass
@@ -131,6 +123,8 @@ def train_check(
     """Trains the CartPole-v1 preset (else, or with ``--quick``, the smoke configuration)."""
     import dataclasses as dc
 
+    import jax
+
     from purerl import algos, envs
     from purerl.core import loop, parallel
 
@@ -150,7 +144,10 @@ def train_check(
         state["agents"], metrics = chunk(state["agents"])
         return metrics
 
-    rate = timed_rate(run, updates * cfg.env_steps_per_update * num_seeds, args.measure_seconds)
+    if args.quick:  # pass/fail: the program ran twice (a throughput beside compiles would mislead)
+        jax.block_until_ready([run(0), run(1)])
+        return Check(name, True)
+    rate = timed_rate(run, updates * cfg.env_steps_per_update * num_seeds, args.seconds)
     return Check(name, True, f"{rate:,.0f} steps/s", rate=rate)
 
 
@@ -161,25 +158,29 @@ from purerl.runtime import configure_jax
 configure_jax()
 from purerl import envs
 num_envs, steps = 8, int(sys.argv[1])
-env = envs.make("Breakout-v5", num_envs, step_mode=sys.argv[2])
-assert env.step_mode == sys.argv[2], env.step_mode
-@jax.jit
-def rollout(key):
-    state, obs = env.reset(key, None)
-    def step(carry, key):
-        state, total = carry
-        action = jax.random.randint(key, (num_envs,), 0, env.spec.action_space.num_actions)
-        state, out = env.step(key, state, action, None)
-        return (state, total + out.obs.astype(jnp.float32).mean()), None
-    (state, total), _ = jax.lax.scan(step, (state, 0.0), jax.random.split(key, steps))
-    return total
-jax.block_until_ready(rollout(jax.random.key(0)))
-start = time.perf_counter()
-total = float(rollout(jax.random.key(1)))
-seconds = time.perf_counter() - start
-print(json.dumps({"rate": steps * num_envs * 4 / seconds, "finite": total == total,
-                  "device": str(jax.devices()[0])}))
+def check(mode):
+    env = envs.make("Breakout-v5", num_envs, step_mode=mode)
+    assert env.step_mode == mode, env.step_mode
+    @jax.jit
+    def rollout(key):
+        state, obs = env.reset(key, None)
+        def step(carry, key):
+            state, total = carry
+            action = jax.random.randint(key, (num_envs,), 0, env.spec.action_space.num_actions)
+            state, out = env.step(key, state, action, None)
+            return (state, total + out.obs.astype(jnp.float32).mean()), None
+        (state, total), _ = jax.lax.scan(step, (state, 0.0), jax.random.split(key, steps))
+        return total
+    jax.block_until_ready(rollout(jax.random.key(0)))
+    start = time.perf_counter()
+    total = float(rollout(jax.random.key(1)))
+    seconds = time.perf_counter() - start
+    print(json.dumps({"rate": steps * num_envs * 4 / seconds, "finite": total == total,
+                      "device": str(jax.devices()[0])}), flush=True)
+for mode in sys.argv[2].split(","):
+    check(mode)
 """
+"""EnvPool's step modes given (comma-separated) one after another: one result line each."""
 
 CHILD_ATARI = """
 import json, sys, time
@@ -209,6 +210,19 @@ print(json.dumps({"rate": 8 * 32 * 4 / seconds, "finite": loss == loss,
 def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -> Check:
     """Runs ``code`` in a fresh Python: a crash there (an abort in a custom call) is a failed
     check, not a crashed doctor."""
+    return child_checks_in_one([name], code, args, platform_env)[0]
+
+
+def child_checks_in_one(
+    names: Sequence[str],
+    code: str,
+    args: Sequence[str],
+    platform_env: dict,
+    measured: bool = True,
+) -> list[Check]:
+    """Runs ``code``, which prints one JSON result line per check of ``names`` in turn, in one
+    fresh Python; the checks without a line fail with the reason the process ended. Without
+    ``measured`` the checks are pass/fail only."""
     from purerl.runtime import child_process_env
 
     env = child_process_env(**platform_env)
@@ -221,18 +235,46 @@ def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -
             env=env,
         )
     except subprocess.TimeoutExpired:
-        return Check(name, False, note=f"no result within {CHILD_TIMEOUT_S} s")
-    if proc.returncode != 0:
-        why = error_line(proc.stderr) or f"exit code {proc.returncode}"
-        if proc.returncode < 0:
-            why = f"the process died of signal {-proc.returncode} ({why})"
-        if "No module named 'envpool'" in proc.stderr or "needs EnvPool" in proc.stderr:
-            return Check(name, None, note="skipped: pip install 'purerl[atari]' to check it")
-        return Check(name, False, note=why + "; see purerl docs/performance.md (EnvPool on GPU)")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+        return [Check(name, False, note=f"no result within {CHILD_TIMEOUT_S} s") for name in names]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    # A process that failed after its last line failed in that check (its teardown, say).
+    done = len(lines) if proc.returncode == 0 else min(len(lines), len(names) - 1)
+    checks = [
+        result_check(name, json.loads(line), measured)
+        for name, line in zip(names, lines[:done], strict=False)
+    ]
+    return checks + [failed_child(name, proc) for name in names[len(checks) :]]
+
+
+def result_check(name: str, result: dict[str, Any], measured: bool = True) -> Check:
     if not result["finite"]:
         return Check(name, False, note="ran, but produced non-finite values")
+    if not measured:
+        return Check(name, True)
     return Check(name, True, f"{result['rate']:,.0f} frames/s", rate=result["rate"])
+
+
+def failed_child(name: str, proc: subprocess.CompletedProcess) -> Check:
+    """The check a child process ended before reporting."""
+    why = error_line(proc.stderr) or f"exit code {proc.returncode}"
+    if proc.returncode < 0:
+        why = f"the process died of signal {-proc.returncode} ({why})"
+    if "No module named 'envpool'" in proc.stderr or "needs EnvPool" in proc.stderr:
+        return Check(name, None, note="skipped: pip install 'purerl[atari]' to check it")
+    return Check(name, False, note=why + "; see purerl docs/performance.md (EnvPool on GPU)")
+
+
+class Shared:
+    """One call of ``fn`` for several threads: the first to ask runs it, the others wait."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn, self.lock, self.result = fn, threading.Lock(), None
+
+    def __call__(self) -> Any:
+        with self.lock:
+            if self.result is None:
+                self.result = self.fn()
+        return self.result
 
 
 def child_platform_env(kind: str) -> dict[str, str]:
@@ -279,7 +321,7 @@ def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
         # The child processes run beside the compiles here, and the compiles (XLA's, which
         # leave Python free) beside each other, one per core.
         workers = parallel.usable_cores()
-        return run_jobs([(children, max(1, len(children))), (train, workers)]), info
+        return run_jobs([(train, workers), (children, max(1, len(children)))]), info
     # One at a time, so that no measurement shares the machine with another check.
     return run_jobs([(train + children, 1)]), info
 
@@ -345,14 +387,27 @@ def train_checks(args: DoctorArgs, devices: list) -> list[Job]:
 
 
 def child_checks(args: DoctorArgs, kind: str) -> list[Job]:
-    """The checks in child processes: EnvPool's two step modes, and the Atari update."""
+    """The checks in child processes: EnvPool's two step modes (one process each; with
+    --quick one process for both, the host callback first, as the XLA step is the one that can
+    abort it), and the Atari update."""
     platform_env = child_platform_env(kind)
-    steps = "64" if args.quick else "256"
     checks: list[Job] = []
-    if args.envpool:
+    if args.envpool and args.quick:
+        names = ["envpool callback", "envpool xla"]
+        code_args = ["64", "callback,xla"]
+        both = Shared(
+            lambda: {
+                check.name: check
+                for check in child_checks_in_one(
+                    names, CHILD_ENVPOOL, code_args, platform_env, measured=False
+                )
+            }
+        )
+        checks += [(name, lambda n=name: both()[n]) for name in ("envpool xla", "envpool callback")]
+    elif args.envpool:
         for mode in ("xla", "callback"):
             name = f"envpool {mode}"
-            code_args = [steps, mode]
+            code_args = ["256", mode]
             checks.append(
                 (name, functools.partial(child_check, name, CHILD_ENVPOOL, code_args, platform_env))
             )
@@ -388,6 +443,8 @@ def main(argv: Sequence[str], prog: str) -> int:
     if args.quick:
         quick_compiles()
     checks, info = run_checks(args)
+    if args.quick:
+        print(f"\n--quick checks pass/fail only; {prog} without it measures throughputs.")
     print("\nsend back:")
     report = {**info, "checks": [dataclasses.asdict(c) for c in checks]}
     versions_line = ", ".join(f"{k} {v}" for k, v in info["versions"].items())

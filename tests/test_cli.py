@@ -166,7 +166,7 @@ def test_dry_run_checks_everything_and_writes_nothing(tmp_path):
 def test_help_lists_flags_choices_and_the_preset_it_starts_from():
     result = run_cli("train", "ppo", "--env", "Pendulum-v1", "--help")
     assert result.code == 0
-    text = result.stdout
+    text = " ".join(result.stdout.split())  # help is wrapped to the terminal's width
     for flag in [
         "--env", "--num-envs", "--num-seeds", "--total-timesteps", "--lr", "--run-dir", "--seed",
         "--clip-eps", "--ent-coef",
@@ -192,7 +192,8 @@ def test_without_env_the_default_environments_preset_applies(name):
     default_env = spec.config_cls().env
     assert spec.base_config() == spec.base_config(default_env)
     if default_env in spec.presets:
-        assert f"Defaults: preset {default_env}." in run_cli("train", name, "--help").stdout
+        help_text = " ".join(run_cli("train", name, "--help").stdout.split())
+        assert f"Defaults: preset {default_env}." in help_text
         dry = run_cli("train", name, "--dry-run")
         preset = spec.presets[default_env]
         assert f"in {preset.num_updates} updates" in dry.stdout, dry.stdout
@@ -358,3 +359,47 @@ def test_dry_run_prints_the_resolved_configuration():
     ]
     for expected in expected_lines:
         assert expected in lines, result.stdout
+
+
+HELP_COMMANDS = [
+    [], ["train"], *(["train", name] for name in algos.names()),
+    ["eval"], ["plot"], ["search"], ["envs"], ["doctor"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("columns, width", [(None, 100), ("80", 80), ("300", 100)])
+def test_every_help_is_plain_text_wrapped_to_the_terminal(monkeypatch, columns, width):
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for command in HELP_COMMANDS:
+        result = run_cli(*command, "--help")
+        assert result.code == 0 and result.stdout.strip(), (command, result.stderr)
+        text = result.stdout
+        assert "``" not in text, command  # reST literals lose their backticks
+        assert "{None,True,False}" not in text, command  # booleans are flag pairs
+        too_long = [line for line in text.splitlines() if len(line) > width]
+        assert not too_long, (command, too_long)
+    doctor_help = " ".join(run_cli("doctor", "--help").stdout.split())
+    assert "--atari, --no-atari" in doctor_help and "(default: on with a GPU" in doctor_help
+
+
+def test_docstrings_become_plain_paragraphs():
+    from purerl.cli.parsing import plain_text
+
+    doc = """``purerl x``: one
+    paragraph.
+
+    - ``a``: an item that goes on
+      over two lines;
+    - b.
+
+        purerl x --flag \\
+            --other
+    """
+    assert plain_text(doc) == (
+        "purerl x: one paragraph.\n\n- a: an item that goes on over two lines;\n- b.\n\n"
+        "    purerl x --flag \\\n        --other"
+    )
+    assert plain_text("``one`` two three four", width=10) == "one two\nthree four"

@@ -281,3 +281,34 @@ def test_an_interrupt_while_libraries_load_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(runtime, "configure_jax", interrupted)
     assert guarded(lambda: 0, owns_process=False) == 130
     assert capsys.readouterr().err == "error: interrupted while starting; nothing was written\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--bogus-flag"], "Unrecognized options: --bogus-flag"),
+        (["--lr", "abc"], "Error parsing --lr: could not convert string to float: 'abc'"),
+    ],
+)
+def test_a_parse_error_is_one_line_naming_the_flag_or_value_in_a_real_process(args, message):
+    proc = run_process("-m", "purerl", "train", "ppo", *args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+
+
+@pytest.mark.slow
+def test_loading_a_run_and_listing_environments_print_no_library_warnings(tiny_run):
+    """Nothing on stderr of a fresh process: no absl/orbax log lines (``W1126 12:00:00 ...``,
+    ``WARNING:absl``), no warnings of the libraries under Python's default filters."""
+    code = (
+        "import sys, purerl\n"
+        f"policy = purerl.load({str(tiny_run)!r})\n"
+        "from purerl.cli import main\n"
+        "sys.exit(main(['envs']))\n"
+    )
+    proc = run_process("-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert "CartPole-v1" in proc.stdout
+    assert proc.stderr == ""

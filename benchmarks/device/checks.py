@@ -197,7 +197,7 @@ def doctor_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
     report = out / "doctor.json"
     command = [*purerl_command(), "doctor", "--json", str(report)]
     # Its one-update Atari check is left to the atari groups, which time that path in full.
-    command += ["--atari", "False"]
+    command += ["--no-atari"]
     command += ["--quick", "--seconds", "0.2"] if quick else ["--seconds", "1"]
     env = dict(os.environ)
     if quick:

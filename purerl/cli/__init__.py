@@ -43,7 +43,9 @@ def usage(prog: str) -> str:
     lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
     lines += ["", f"algorithms (purerl train <algorithm>): {', '.join(algos.names())}"]
     lines += ["", f"Add --help after a command for its flags, e.g. {prog} train ppo --help."]
-    return "\n".join(lines)
+    from purerl.cli.parsing import wrap_lines
+
+    return wrap_lines(lines, indent=width + 4)
 
 
 def dispatch(argv: Sequence[str], prog: str) -> int:

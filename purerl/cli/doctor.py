@@ -1,9 +1,10 @@
 """``purerl doctor``: what works on this machine's devices, and how fast.
 
 Runs a few seconds of each accelerated path on the devices JAX sees (GPUs when there are any,
-else CPUs) and prints one table row per check: pass or FAIL, the throughput, and for a failure
-what went wrong and what to try. The block at the end is what to send back with a bug report
-or a benchmark figure. Checks:
+else CPUs) and prints one table row per check as it finishes: pass or FAIL, the throughput, and
+for a failure what went wrong and what to try. The block at the end is what to send back with a
+bug report or a benchmark figure. ``--quick`` checks the same paths for pass/fail only: tiny
+programs compiled cheaply, run side by side. Checks:
 
 - ``train <algorithm>``: every registered algorithm on CartPole-v1 (its preset), one seed;
 - ``vmap 8 seeds``: eight PPO agents in one program;
@@ -21,16 +22,22 @@ Exit code 0 when every check that ran passed, 1 otherwise.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import functools
 import json
+import os
 import platform
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Annotated, Any
+
+import tyro
 
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
@@ -44,17 +51,21 @@ class DoctorArgs:
     device: str = "auto"
     """Devices to check: auto (GPUs if JAX sees any, else CPU), cpu or gpu."""
     seconds: float = 2.0
-    """Rough time each throughput measurement runs for."""
-    atari: Annotated[bool | None, hint("on with a GPU, off on a CPU")] = None
-    """Also run one PPO update on Breakout-v5 through EnvPool."""
+    """Rough time each throughput measurement runs for (--quick measures none)."""
+    atari: Annotated[bool | None, tyro.conf.DisallowNone, hint("on with a GPU, off on a CPU")] = (
+        None
+    )
+    """Also run one PPO update on Breakout-v5 through EnvPool (--no-atari: not even with a
+    GPU)."""
     envpool: bool = True
     """Check EnvPool's XLA step and its host-callback fallback (needs pip install
     'purerl[atari]')."""
     json: Annotated[str | None, hint("none", "PATH")] = None
     """Also write the results as JSON here."""
     quick: bool = False
-    """Check each path on the algorithms' tiny smoke configurations instead of their
-    CartPole-v1 presets: a quick pass/fail, throughputs not representative."""
+    """Pass/fail of each path, no throughputs: the algorithms' tiny smoke configurations
+    instead of their CartPole-v1 presets, one update per program, compiled cheaply, the checks
+    side by side."""
 
     def __post_init__(self):
         if self.device not in ("auto", "cpu", "gpu"):
@@ -71,6 +82,10 @@ class Check:
     figure: str = "-"
     note: str = ""
     rate: float | None = None
+
+
+Job = tuple[str, Callable[[], Check]]
+"""A check's name and the function that runs it."""
 
 
 def versions() -> dict[str, str]:
@@ -108,6 +123,8 @@ def train_check(
     """Trains the CartPole-v1 preset (else, or with ``--quick``, the smoke configuration)."""
     import dataclasses as dc
 
+    import jax
+
     from purerl import algos, envs
     from purerl.core import loop, parallel
 
@@ -118,7 +135,7 @@ def train_check(
     if len(devices) > 1:
         placement = parallel.make_placement(devices, "seeds", num_seeds, cfg.num_envs)
     algo = spec.build(cfg, envs.from_config(cfg))
-    updates = max(1, min(cfg.num_updates, 8))
+    updates = 1 if args.quick else max(1, min(cfg.num_updates, 8))
     agents = loop.init_agents(algo, list(range(num_seeds)), placement)
     chunk = loop.compile_chunk(algo, agents, updates, placement=placement)
     state = {"agents": agents}
@@ -127,6 +144,9 @@ def train_check(
         state["agents"], metrics = chunk(state["agents"])
         return metrics
 
+    if args.quick:  # pass/fail: the program ran twice (a throughput beside compiles would mislead)
+        jax.block_until_ready([run(0), run(1)])
+        return Check(name, True)
     rate = timed_rate(run, updates * cfg.env_steps_per_update * num_seeds, args.seconds)
     return Check(name, True, f"{rate:,.0f} steps/s", rate=rate)
 
@@ -138,25 +158,29 @@ from purerl.runtime import configure_jax
 configure_jax()
 from purerl import envs
 num_envs, steps = 8, int(sys.argv[1])
-env = envs.make("Breakout-v5", num_envs, step_mode=sys.argv[2])
-assert env.step_mode == sys.argv[2], env.step_mode
-@jax.jit
-def rollout(key):
-    state, obs = env.reset(key, None)
-    def step(carry, key):
-        state, total = carry
-        action = jax.random.randint(key, (num_envs,), 0, env.spec.action_space.num_actions)
-        state, out = env.step(key, state, action, None)
-        return (state, total + out.obs.astype(jnp.float32).mean()), None
-    (state, total), _ = jax.lax.scan(step, (state, 0.0), jax.random.split(key, steps))
-    return total
-jax.block_until_ready(rollout(jax.random.key(0)))
-start = time.perf_counter()
-total = float(rollout(jax.random.key(1)))
-seconds = time.perf_counter() - start
-print(json.dumps({"rate": steps * num_envs * 4 / seconds, "finite": total == total,
-                  "device": str(jax.devices()[0])}))
+def check(mode):
+    env = envs.make("Breakout-v5", num_envs, step_mode=mode)
+    assert env.step_mode == mode, env.step_mode
+    @jax.jit
+    def rollout(key):
+        state, obs = env.reset(key, None)
+        def step(carry, key):
+            state, total = carry
+            action = jax.random.randint(key, (num_envs,), 0, env.spec.action_space.num_actions)
+            state, out = env.step(key, state, action, None)
+            return (state, total + out.obs.astype(jnp.float32).mean()), None
+        (state, total), _ = jax.lax.scan(step, (state, 0.0), jax.random.split(key, steps))
+        return total
+    jax.block_until_ready(rollout(jax.random.key(0)))
+    start = time.perf_counter()
+    total = float(rollout(jax.random.key(1)))
+    seconds = time.perf_counter() - start
+    print(json.dumps({"rate": steps * num_envs * 4 / seconds, "finite": total == total,
+                      "device": str(jax.devices()[0])}), flush=True)
+for mode in sys.argv[2].split(","):
+    check(mode)
 """
+"""EnvPool's step modes given (comma-separated) one after another: one result line each."""
 
 CHILD_ATARI = """
 import json, sys, time
@@ -186,6 +210,19 @@ print(json.dumps({"rate": 8 * 32 * 4 / seconds, "finite": loss == loss,
 def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -> Check:
     """Runs ``code`` in a fresh Python: a crash there (an abort in a custom call) is a failed
     check, not a crashed doctor."""
+    return child_checks_in_one([name], code, args, platform_env)[0]
+
+
+def child_checks_in_one(
+    names: Sequence[str],
+    code: str,
+    args: Sequence[str],
+    platform_env: dict,
+    measured: bool = True,
+) -> list[Check]:
+    """Runs ``code``, which prints one JSON result line per check of ``names`` in turn, in one
+    fresh Python; the checks without a line fail with the reason the process ended. Without
+    ``measured`` the checks are pass/fail only."""
     from purerl.runtime import child_process_env
 
     env = child_process_env(**platform_env)
@@ -198,18 +235,46 @@ def child_check(name: str, code: str, args: Sequence[str], platform_env: dict) -
             env=env,
         )
     except subprocess.TimeoutExpired:
-        return Check(name, False, note=f"no result within {CHILD_TIMEOUT_S} s")
-    if proc.returncode != 0:
-        why = error_line(proc.stderr) or f"exit code {proc.returncode}"
-        if proc.returncode < 0:
-            why = f"the process died of signal {-proc.returncode} ({why})"
-        if "No module named 'envpool'" in proc.stderr or "needs EnvPool" in proc.stderr:
-            return Check(name, None, note="skipped: pip install 'purerl[atari]' to check it")
-        return Check(name, False, note=why + "; see purerl docs/performance.md (EnvPool on GPU)")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+        return [Check(name, False, note=f"no result within {CHILD_TIMEOUT_S} s") for name in names]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    # A process that failed after its last line failed in that check (its teardown, say).
+    done = len(lines) if proc.returncode == 0 else min(len(lines), len(names) - 1)
+    checks = [
+        result_check(name, json.loads(line), measured)
+        for name, line in zip(names, lines[:done], strict=False)
+    ]
+    return checks + [failed_child(name, proc) for name in names[len(checks) :]]
+
+
+def result_check(name: str, result: dict[str, Any], measured: bool = True) -> Check:
     if not result["finite"]:
         return Check(name, False, note="ran, but produced non-finite values")
+    if not measured:
+        return Check(name, True)
     return Check(name, True, f"{result['rate']:,.0f} frames/s", rate=result["rate"])
+
+
+def failed_child(name: str, proc: subprocess.CompletedProcess) -> Check:
+    """The check a child process ended before reporting."""
+    why = error_line(proc.stderr) or f"exit code {proc.returncode}"
+    if proc.returncode < 0:
+        why = f"the process died of signal {-proc.returncode} ({why})"
+    if "No module named 'envpool'" in proc.stderr or "needs EnvPool" in proc.stderr:
+        return Check(name, None, note="skipped: pip install 'purerl[atari]' to check it")
+    return Check(name, False, note=why + "; see purerl docs/performance.md (EnvPool on GPU)")
+
+
+class Shared:
+    """One call of ``fn`` for several threads: the first to ask runs it, the others wait."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn, self.lock, self.result = fn, threading.Lock(), None
+
+    def __call__(self) -> Any:
+        with self.lock:
+            if self.result is None:
+                self.result = self.fn()
+        return self.result
 
 
 def child_platform_env(kind: str) -> dict[str, str]:
@@ -230,9 +295,10 @@ def error_line(stderr: str) -> str | None:
 
 
 def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
+    """Runs the checks, printing each row as it finishes; the checks in order and the machine's
+    description."""
     import jax
 
-    from purerl import algos
     from purerl.core import parallel
 
     if args.device in ("auto", "cpu"):
@@ -243,46 +309,128 @@ def run_checks(args: DoctorArgs) -> tuple[list[Check], dict[str, Any]]:
     kind = devices[0].platform
     info = {
         "versions": versions(),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPU cores",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
         "backend": jax.default_backend(),
         "devices": [f"{d} ({d.device_kind})" for d in devices],
     }
-    checks: list[Check] = []
-
-    def attempt(name: str, fn: Callable[[], Check]) -> None:
-        try:
-            checks.append(fn())
-        except Exception as err:  # a failing path is a result to report, not a crash
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            checks.append(Check(name, False, note=f"{type(err).__name__}: {first[:160]}"))
-        print(format_row(checks[-1]), flush=True)
-
     print(f"devices: {', '.join(info['devices'])}\n")
     print("| check | result | throughput | note |\n|---|---|---:|---|", flush=True)
-    with jax.default_device(devices[0]):
-        for name in algos.names():
-            check = f"train {name}"
-            attempt(check, lambda c=check, n=name: train_check(c, n, 1, args, devices[:1]))
-        attempt("vmap 8 seeds", lambda: train_check("vmap 8 seeds", "ppo", 8, args, devices[:1]))
+    train = train_checks(args, devices)
+    children = child_checks(args, kind)
+    if args.quick:
+        # The child processes run beside the compiles here, and the compiles (XLA's, which
+        # leave Python free) beside each other, one per core.
+        workers = parallel.usable_cores()
+        return run_jobs([(train, workers), (children, max(1, len(children)))]), info
+    # One at a time, so that no measurement shares the machine with another check.
+    return run_jobs([(train + children, 1)]), info
+
+
+def run_jobs(groups: list[tuple[list[Job], int]]) -> list[Check]:
+    """Runs each group of checks on its own number of threads, printing each row as its check
+    finishes; returns the checks in the order given."""
+    pools = [concurrent.futures.ThreadPoolExecutor(workers) for _, workers in groups]
+    futures = [
+        pool.submit(attempt, name, fn)
+        for pool, (jobs, _) in zip(pools, groups, strict=True)
+        for name, fn in jobs
+    ]
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            print(format_row(future.result()), flush=True)
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+    return [future.result() for future in futures]
+
+
+def on_device(fn: Callable[[], Check], device: Any) -> Callable[[], Check]:
+    """``fn`` with ``device`` as JAX's default device (a per-thread setting)."""
+
+    def call() -> Check:
+        import jax
+
+        with jax.default_device(device):
+            return fn()
+
+    return call
+
+
+def attempt(name: str, fn: Callable[[], Check]) -> Check:
+    """``fn()``, or a failed check naming the exception: a failing path is a result to report,
+    not a crash."""
+    try:
+        return fn()
+    except Exception as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        return Check(name, False, note=f"{type(err).__name__}: {first[:160]}")
+
+
+def train_checks(args: DoctorArgs, devices: list) -> list[Job]:
+    """The in-process checks: each algorithm, vmapped seeds, seeds over the devices."""
+    from purerl import algos
+
+    def on_one(name: str, algo: str, num_seeds: int) -> Job:
+        check = functools.partial(train_check, name, algo, num_seeds, args, devices[:1])
+        return name, on_device(check, devices[0])
+
+    checks = [on_one(f"train {name}", name, 1) for name in algos.names()]
+    checks.append(on_one("vmap 8 seeds", "ppo", 8))
     if len(devices) > 1:
-        check = f"seeds over {len(devices)} devices"
+        name = f"seeds over {len(devices)} devices"
         seeds = len(devices) * max(2, -(-8 // len(devices)))  # 8 or more, 2 or more each
-        attempt(check, lambda: train_check(check, "ppo", seeds, args, devices))
+        checks.append((name, functools.partial(train_check, name, "ppo", seeds, args, devices)))
     else:
-        checks.append(Check("seeds over devices", None, note="skipped: JAX sees one device"))
-        print(format_row(checks[-1]), flush=True)
+        skipped = Check("seeds over devices", None, note="skipped: JAX sees one device")
+        checks.append(("seeds over devices", lambda: skipped))
+    return checks
+
+
+def child_checks(args: DoctorArgs, kind: str) -> list[Job]:
+    """The checks in child processes: EnvPool's two step modes (one process each; with
+    --quick one process for both, the host callback first, as the XLA step is the one that can
+    abort it), and the Atari update."""
     platform_env = child_platform_env(kind)
-    if args.envpool:
+    checks: list[Job] = []
+    if args.envpool and args.quick:
+        names = ["envpool callback", "envpool xla"]
+        code_args = ["64", "callback,xla"]
+        both = Shared(
+            lambda: {
+                check.name: check
+                for check in child_checks_in_one(
+                    names, CHILD_ENVPOOL, code_args, platform_env, measured=False
+                )
+            }
+        )
+        checks += [(name, lambda n=name: both()[n]) for name in ("envpool xla", "envpool callback")]
+    elif args.envpool:
         for mode in ("xla", "callback"):
             name = f"envpool {mode}"
-            attempt(
-                name,
-                lambda n=name, m=mode: child_check(n, CHILD_ENVPOOL, ["256", m], platform_env),
+            code_args = ["256", mode]
+            checks.append(
+                (name, functools.partial(child_check, name, CHILD_ENVPOOL, code_args, platform_env))
             )
-    atari = args.atari if args.atari is not None else kind == "gpu"
-    if atari:
-        attempt("atari ppo", lambda: child_check("atari ppo", CHILD_ATARI, [], platform_env))
-    return checks, info
+    if args.atari if args.atari is not None else kind == "gpu":
+        atari = functools.partial(child_check, "atari ppo", CHILD_ATARI, [], platform_env)
+        checks.append(("atari ppo", atari))
+    return checks
+
+
+QUICK_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+"""XLA settings of --quick: compiling makes up most of a quick check, and these cut its CPU
+time to about a quarter (XLA:CPU's MLIR fusion emitters are the larger part). The programs
+run slower, which a quick check's throughputs do not claim to show."""
+
+
+def quick_compiles() -> None:
+    """Adds ``QUICK_XLA_FLAGS`` to ``XLA_FLAGS`` for this process and its children (settings
+    already there win). Takes effect only before JAX starts its backend, as ``main`` calls
+    it."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    given = {flag.partition("=")[0] for flag in flags}
+    flags += [flag for flag in QUICK_XLA_FLAGS if flag.partition("=")[0] not in given]
+    os.environ["XLA_FLAGS"] = " ".join(flags)
 
 
 def format_row(check: Check) -> str:
@@ -292,7 +440,11 @@ def format_row(check: Check) -> str:
 
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(DoctorArgs, argv, prog, __doc__)
+    if args.quick:
+        quick_compiles()
     checks, info = run_checks(args)
+    if args.quick:
+        print(f"\n--quick checks pass/fail only; {prog} without it measures throughputs.")
     print("\nsend back:")
     report = {**info, "checks": [dataclasses.asdict(c) for c in checks]}
     versions_line = ", ".join(f"{k} {v}" for k, v in info["versions"].items())

@@ -1,7 +1,8 @@
 """``purerl search``: hyperparameter search from flags or a YAML/JSON spec.
 
     purerl search --env CartPole-v1 --param lr=loguniform:1e-4,1e-2 \\
-        --param num_envs=grid:4,8 --samples 8 --seeds 2 --budget 100000
+        --param num_envs=grid:4,8 --samples 8 --num-seeds 2 \\
+        --total-timesteps 100000
     purerl search --spec search.yaml --backend ray --gpus-per-trial 0.125
 
 Configurations that differ only in traced hyperparameters train as one vmapped program; each
@@ -24,7 +25,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from purerl import algos
-from purerl.cli.parsing import parse
+from purerl.cli.parsing import UsageError, parse
 from purerl.config import ConfigError
 from purerl.core import parallel
 from purerl.core.parallel import Placement
@@ -36,7 +37,7 @@ from purerl.run.sinks import ProgressSink
 from purerl.runtime import enable_compilation_cache
 from purerl.search.plan import SearchPlan, describe, make_plan, spec_record
 from purerl.search.results import DONE, Row, SearchProgress, results_table, write_results
-from purerl.search.spec import SPEC_KEYS, SpecError, parse_param_flag, parse_spec
+from purerl.search.spec import RENAMED_KEYS, SPEC_KEYS, SpecError, parse_param_flag, parse_spec
 from purerl.search.sweep import BatchResult, sweep
 
 
@@ -45,7 +46,7 @@ class SearchArgs:
     """Flags override the keys of --spec one by one; --param adds or replaces parameters."""
 
     spec: Annotated[str | None, hint("none", "PATH")] = None
-    """YAML or JSON spec file (keys: algo, env, preset, seeds, first_seed, budget, samples,
+    """YAML or JSON spec file (keys: algo, env, preset, num_seeds, seed, total_timesteps, samples,
     sample_seed, params)."""
     algo: Annotated[str | None, hint("ppo", "NAME")] = None
     """Algorithm (purerl train --help lists them)."""
@@ -59,16 +60,16 @@ class SearchArgs:
     """One parameter per --param: NAME=grid:V1,V2  NAME=choice:V1,V2  NAME=uniform:LOW,HIGH
     NAME=loguniform:LOW,HIGH  or NAME=VALUE (fixed); lists of lists as JSON
     (hidden_sizes=grid:[[32],[64,64]])."""
-    seeds: Annotated[int | None, hint("1", "INT")] = None
-    """Seeds per configuration."""
-    first_seed: Annotated[int | None, hint("the preset's", "INT")] = None
-    """Seed of each configuration's first agent."""
+    num_seeds: Annotated[int | None, hint("1", "INT")] = None
+    """Independent agents (seeds) per configuration."""
+    seed: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Seed of each configuration's first agent; agent i uses seed + i."""
     samples: Annotated[int | None, hint("1", "INT")] = None
     """Draws of the choice/uniform/loguniform parameters per grid point."""
     sample_seed: Annotated[int | None, hint("0", "INT")] = None
     """Seed of the numpy Generator that draws them."""
-    budget: Annotated[int | None, hint("the preset's total_timesteps", "STEPS")] = None
-    """total_timesteps (agent steps) of every configuration."""
+    total_timesteps: Annotated[int | None, hint("the preset's", "INT")] = None
+    """Training budget in agent steps of every configuration."""
     search_dir: Annotated[str | None, hint("runs/search-<algo>-<env>-<time>", "DIR")] = None
     """Output directory; must not hold files."""
     backend: Literal["local", "ray"] = "local"
@@ -227,7 +228,7 @@ def run_search(args: SearchArgs) -> int:
     )
     write_json(search_dir / "spec.json", spec_record(spec, plan.assignments))
     print(
-        f"search: {spec.algo} on {spec.env}, {len(plan.configs)} configurations x {spec.seeds} "
+        f"search: {spec.algo} on {spec.env}, {len(plan.configs)} configurations x {spec.num_seeds} "
         f"seed(s) in {len(plan.batches)} program(s), backend {args.backend} -> {search_dir}",
         flush=True,
     )
@@ -258,8 +259,27 @@ def run_search(args: SearchArgs) -> int:
     return 1 if any(row.status.startswith("error") for row in rows) else 0
 
 
+RENAMED_FLAGS = {
+    f"--{old.replace('_', '-')}": f"--{new.replace('_', '-')}" for old, new in RENAMED_KEYS.items()
+}
+"""Flags of earlier versions -> the ``purerl train`` names that replaced them."""
+
+
+def refuse_renamed_flags(argv: Sequence[str], prog: str) -> None:
+    """Raises ``UsageError`` naming the new flag for each old one in ``argv``."""
+    given = []
+    for arg in argv:
+        name = arg.partition("=")[0].replace("_", "-")
+        if name in RENAMED_FLAGS and name not in given:
+            given.append(name)
+    if given:
+        new = ", ".join(f"{old} is now {RENAMED_FLAGS[old]}" for old in given)
+        raise UsageError(f"{prog} takes purerl train's flag names: {new}")
+
+
 def main(argv: Sequence[str], prog: str) -> int:
     """``purerl search ARGV``; returns the exit code (1 if a trial failed)."""
+    refuse_renamed_flags(argv, prog)
     args = parse(SearchArgs, argv, prog, __doc__)
     enable_compilation_cache()
     return run_search(args)

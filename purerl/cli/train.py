@@ -20,7 +20,7 @@ import tyro
 
 from purerl import algos
 from purerl.algos import AlgoSpec, preset_names
-from purerl.cli.parsing import UsageError, parse, peek
+from purerl.cli.parsing import UsageError, parse, peek, wrap_lines
 from purerl.config import ConfigError, flag
 from purerl.options import hint
 from purerl.run import rundir
@@ -221,9 +221,8 @@ def main(argv: Sequence[str], prog: str) -> int:
 
 
 def train_usage(prog: str) -> str:
-    lines = [f"usage: {prog} ALGORITHM [FLAGS]   or   {prog} --resume DIR [FLAGS]", ""]
+    lines = [f"usage: {prog} ALGORITHM [FLAGS]", f"   or: {prog} --resume DIR [FLAGS]", ""]
     lines.append("algorithms:")
-    for name in algos.names():
-        lines.append(f"  {name:<6}  {algos.get(name).summary}")
+    lines += [f"  {name:<6}  {algos.get(name).summary}" for name in algos.names()]
     lines += ["", f"{prog} ALGORITHM --help lists an algorithm's flags and presets."]
-    return "\n".join(lines)
+    return wrap_lines(lines, indent=10)

@@ -56,7 +56,7 @@ def plot_returns(path: Path, spec: SearchSpec, rows: list) -> None:
         draw_panel(ax, param, values, ordered)
     for ax in list(axes.flat)[len(params) :]:
         ax.set_visible(False)
-    fig.suptitle(f"{spec.algo} on {spec.env}: final return ({spec.seeds} seed(s) each)")
+    fig.suptitle(f"{spec.algo} on {spec.env}: final return ({spec.num_seeds} seed(s) each)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

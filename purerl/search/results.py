@@ -72,7 +72,7 @@ def csv_value(value: Any) -> Any:
 
 def write_csv(path: Path, spec: SearchSpec, rows: list[Row]) -> None:
     names = [p.name for p in spec.searched]
-    seed_offsets = range(spec.seeds)
+    seed_offsets = range(spec.num_seeds)
     header = ["config", "batch", *names, "mean_return", "std_return"]
     header += [f"return_seed_{s}" for s in seed_offsets]
     header += ["diverged_seeds", "steps_per_second", "updates", "status"]
@@ -118,7 +118,9 @@ def write_results(search_dir: Path, spec: SearchSpec, rows: list[Row]) -> Row | 
     from purerl.search.plot import plot_returns
 
     write_csv(search_dir / "results.csv", spec, rows)
-    title = f"# Search: {spec.algo} on {spec.env}, {len(rows)} configurations x {spec.seeds} seeds"
+    title = (
+        f"# Search: {spec.algo} on {spec.env}, {len(rows)} configurations x {spec.num_seeds} seeds"
+    )
     note = (
         "Final return: mean +- std across seeds of each seed's mean return over its last 100+ "
         "episodes. steps/s: the configuration's share of its program's steps/s."

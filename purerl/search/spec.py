@@ -1,12 +1,15 @@
 """Search specs: which configurations a hyperparameter search trains.
 
-A spec is a YAML or JSON file, or the same keys as command-line flags::
+A spec is a YAML or JSON file, or the same keys as command-line flags (``num_seeds`` is
+``--num-seeds``; ``num_seeds``, ``seed`` and ``total_timesteps`` mean what they mean to
+``purerl train``)::
 
     algo: ppo                  # a registered algorithm (purerl train --help lists them)
     env: CartPole-v1
     preset: CartPole-v1        # base configuration (default: the env's preset, else defaults)
-    seeds: 2                   # seeds per configuration: first_seed, first_seed + 1, ...
-    budget: 200000             # total_timesteps of every configuration
+    num_seeds: 2               # seeds per configuration: seed, seed + 1, ...
+    seed: 0                    # seed of each configuration's first agent (default: the preset's)
+    total_timesteps: 200000    # the budget of every configuration (default: the preset's)
     samples: 8                 # draws of the sampled parameters (per grid point)
     sample_seed: 0             # seed of the numpy Generator that draws them
     params:
@@ -34,15 +37,20 @@ from typing import Any
 from purerl import algos, envs
 from purerl.config import ConfigError
 
-SPEC_KEYS = ("algo", "env", "preset", "seeds", "first_seed", "budget", "samples", "sample_seed")
+SPEC_KEYS = (
+    "algo", "env", "preset", "num_seeds", "seed", "total_timesteps", "samples", "sample_seed"
+)  # fmt: skip
+RENAMED_KEYS = {"seeds": "num_seeds", "first_seed": "seed", "budget": "total_timesteps"}
+"""Spec keys of earlier versions -> the keys (the ``purerl train`` names) that replaced them."""
 KINDS = ("grid", "choice", "uniform", "loguniform")
 SAMPLED_KINDS = ("choice", "uniform", "loguniform")
 RANGE_KINDS = ("uniform", "loguniform")
 RESERVED = {
     "env": "give the spec's env (one search per environment)",
-    "seed": "give first_seed and seeds (seeds per configuration)",
-    "num_seeds": "give seeds (seeds per configuration)",
-    "total_timesteps": "give budget",
+    "seed": "give the spec's seed (--seed); configuration k's agents use seed, seed + 1, ...",
+    "num_seeds": "give the spec's num_seeds (--num-seeds), seeds per configuration",
+    "total_timesteps": "give the spec's total_timesteps (--total-timesteps), for every "
+    "configuration",
 }
 """Config fields a spec sets through its own keys, never through params."""
 
@@ -63,8 +71,8 @@ class ParamSpec:
 
 @dataclasses.dataclass(frozen=True)
 class SearchSpec:
-    """A validated spec. A configuration is ``preset_config`` with ``overrides`` (env, seeds,
-    budget, fixed params) and its searched values applied."""
+    """A validated spec. A configuration is ``preset_config`` with ``overrides`` (env,
+    num_seeds, seed, total_timesteps, fixed params) and its searched values applied."""
 
     algo: str
     env: str
@@ -72,11 +80,11 @@ class SearchSpec:
     preset_config: Any
     overrides: tuple[tuple[str, Any], ...]
     params: tuple[ParamSpec, ...]
-    seeds: int = 1
+    num_seeds: int = 1
     samples: int = 1
     sample_seed: int = 0
-    budget: int | None = None
-    first_seed: int | None = None
+    total_timesteps: int | None = None
+    seed: int | None = None
 
     @property
     def searched(self) -> tuple[ParamSpec, ...]:
@@ -102,6 +110,10 @@ def parse_spec(data: Mapping[str, Any]) -> SearchSpec:
     Raises:
         SpecError: the first problem found, as one line naming what to change.
     """
+    renamed = [key for key in RENAMED_KEYS if key in data]
+    if renamed:
+        new = ", ".join(f"{key} is now {RENAMED_KEYS[key]}" for key in renamed)
+        raise SpecError(f"spec keys take purerl train's names: {new}")
     unknown = sorted(set(data) - {*SPEC_KEYS, "params", "resolved"})
     if unknown:
         raise SpecError(f"unknown spec keys {unknown}; keys: {', '.join(SPEC_KEYS)}, params")
@@ -114,9 +126,10 @@ def parse_spec(data: Mapping[str, Any]) -> SearchSpec:
         envs.lookup(env)
     except envs.UnknownEnvError as err:
         raise SpecError(str(err)) from None
-    seeds, samples = scalar(data, "seeds", 1, 1), scalar(data, "samples", 1, 1)
-    sample_seed, budget = scalar(data, "sample_seed", 0, 0), scalar(data, "budget", None, 1)
-    first_seed = scalar(data, "first_seed", None, 0)
+    num_seeds, samples = scalar(data, "num_seeds", 1, 1), scalar(data, "samples", 1, 1)
+    sample_seed = scalar(data, "sample_seed", 0, 0)
+    total_timesteps = scalar(data, "total_timesteps", None, 1)
+    seed = scalar(data, "seed", None, 0)
     raw = data.get("params") or {}
     if not isinstance(raw, Mapping):
         raise SpecError("params must map parameter names to a value or {kind: values}")
@@ -127,11 +140,11 @@ def parse_spec(data: Mapping[str, Any]) -> SearchSpec:
             "a grid is enumerated once"
         )
     preset = data.get("preset")
-    overrides: dict[str, Any] = {"env": env, "num_seeds": seeds}
-    if budget is not None:
-        overrides["total_timesteps"] = budget
-    if first_seed is not None:
-        overrides["seed"] = first_seed
+    overrides: dict[str, Any] = {"env": env, "num_seeds": num_seeds}
+    if total_timesteps is not None:
+        overrides["total_timesteps"] = total_timesteps
+    if seed is not None:
+        overrides["seed"] = seed
     overrides.update({p.name: p.values[0] for p in params if p.kind == "fixed"})
     return SearchSpec(
         algo,
@@ -140,11 +153,11 @@ def parse_spec(data: Mapping[str, Any]) -> SearchSpec:
         base_config(algo, env, preset),
         tuple(overrides.items()),
         params,
-        seeds,
+        num_seeds,
         samples,
         sample_seed,
-        budget,
-        first_seed,
+        total_timesteps,
+        seed,
     )
 
 

@@ -30,7 +30,7 @@ TINY = [
     "num_epochs=2",
     "--param",
     "hidden_sizes=16",
-    "--budget",
+    "--total-timesteps",
     str(4 * 16 * 6),
 ]
 # The learning rates of tests/test_sweep.py's sweep over the same configuration: the search's
@@ -38,8 +38,8 @@ TINY = [
 SPEC = {
     "algo": "ppo",
     "env": "CartPole-v1",
-    "seeds": 2,
-    "budget": 384,
+    "num_seeds": 2,
+    "total_timesteps": 384,
     "params": {
         "lr": {"grid": [1e-3, 3e-3, 1e-2]},
         "num_envs": 4,
@@ -51,7 +51,7 @@ SPEC = {
 }
 SPEC_YAML = """\
 algo: ppo
-budget: 256
+total_timesteps: 256
 params:
   lr: {grid: [1.0e-3, 1e-2]}   # YAML 1.1 reads 1e-2 as a string; the parser converts it
   hidden_sizes: [8]
@@ -95,6 +95,17 @@ def test_bad_specs_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert not search_dir.exists()
 
 
+def test_the_old_flag_names_are_refused_naming_trains_flags(tmp_path):
+    result = run_cli(
+        "search", "--seeds", "2", "--first-seed=3", "--budget", "1000", "--search-dir", tmp_path
+    )
+    one_error_line(
+        result,
+        "purerl search takes purerl train's flag names: --seeds is now --num-seeds, --first-seed "
+        "is now --seed, --budget is now --total-timesteps",
+    )
+
+
 def test_an_existing_search_dir_is_never_overwritten(tmp_path, capsys):
     (tmp_path / "keep.txt").write_text("precious")
     assert main([*TINY, "--search-dir", str(tmp_path)]) == 2
@@ -112,9 +123,11 @@ def test_the_command_exits_2_with_one_line_on_stderr(tmp_path):
 def test_yaml_specs_load_with_flags_over_them(tmp_path):
     pytest.importorskip("yaml", reason="pyyaml is not installed (pip install 'purerl[search]')")
     (tmp_path / "spec.yaml").write_text(SPEC_YAML)
-    args = SearchArgs(spec=str(tmp_path / "spec.yaml"), budget=2048, param=("num_envs=grid:4,8",))
+    args = SearchArgs(
+        spec=str(tmp_path / "spec.yaml"), total_timesteps=2048, param=("num_envs=grid:4,8",)
+    )
     data = spec_data(args)
-    assert data["budget"] == 2048 and data["params"]["lr"] == {"grid": [1e-3, "1e-2"]}
+    assert data["total_timesteps"] == 2048 and data["params"]["lr"] == {"grid": [1e-3, "1e-2"]}
     assert data["params"]["num_envs"] == {"grid": ["4", "8"]}
     assert [c.lr for c in make_plan(parse_spec(data)).configs] == [1e-3, 1e-3, 1e-2, 1e-2]
 
@@ -150,7 +163,7 @@ def test_the_local_backend_trains_the_plans_batches_through_sweep(tmp_path, caps
         return BatchResult(results, None)
 
     monkeypatch.setattr("purerl.search.sweep.run_batch", fake_run_batch)
-    grid = ["--param", "lr=grid:1e-3,1e-2", "--param", "num_envs=grid:4,8", "--seeds", "2"]
+    grid = ["--param", "lr=grid:1e-3,1e-2", "--param", "num_envs=grid:4,8", "--num-seeds", "2"]
     assert main([*TINY, *grid, "--search-dir", str(tmp_path / "search")]) == 0
     assert calls == [
         ([(1e-3, 4), (1e-2, 4)], [ProgressSink]),
@@ -204,7 +217,7 @@ def test_tiny_local_search_writes_csv_table_best_config_spec_and_plot(tiny_searc
     assert record["algo"] == "ppo" and record["config"]["lr"] == float(best["lr"])
     assert set(record) == {"algo", "config", "run", "versions", "created"}
     spec = json.loads((search_dir / "spec.json").read_text())
-    assert spec["params"]["lr"] == {"grid": [1e-3, 3e-3, 1e-2]} and spec["seeds"] == 2
+    assert spec["params"]["lr"] == {"grid": [1e-3, 3e-3, 1e-2]} and spec["num_seeds"] == 2
     from matplotlib.image import imread
 
     pixels = imread(search_dir / "returns_vs_params.png")
@@ -249,10 +262,11 @@ def test_help_lists_flags():
         "--env",
         "--preset",
         "--param",
-        "--seeds",
+        "--num-seeds",
+        "--seed",
         "--samples",
         "--sample-seed",
-        "--budget",
+        "--total-timesteps",
         "--search-dir",
         "--backend",
         "--configs-per-trial",
@@ -270,7 +284,7 @@ DQN_TINY = [
     "dqn",
     *("--param", "num_envs=4", "--param", "rollout_len=8", "--param", "buffer_size=64"),
     *("--param", "batch_size=16", "--param", "learning_starts=32", "--param", "hidden_sizes=16"),
-    *("--param", "target_update_period=64", "--budget", str(4 * 8 * 6)),
+    *("--param", "target_update_period=64", "--total-timesteps", str(4 * 8 * 6)),
     *("--param", "exploration_fraction=grid:0.2,0.8"),
 ]
 """DQN's smoke configuration (6 updates of 32 steps) over two exploration fractions."""

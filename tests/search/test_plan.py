@@ -39,8 +39,8 @@ def test_plan_groups_grouped_values_and_applies_budget_seeds_and_fixed_values():
     parsed = parse_spec(
         {
             **spec(lr={"grid": [1e-3, 3e-3]}, num_envs={"grid": [4, 8]}),
-            "seeds": 2,
-            "first_seed": 10,
+            "num_seeds": 2,
+            "seed": 10,
         }
     )
     plan = make_plan(parsed)

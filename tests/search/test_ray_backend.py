@@ -25,7 +25,7 @@ NO_RAY = "ray is not installed (pip install 'purerl[search]')"
 
 
 def tiny_plan():
-    parsed = parse_spec({**spec(lr={"grid": [1e-3, 1e-2]}), "seeds": 2})
+    parsed = parse_spec({**spec(lr={"grid": [1e-3, 1e-2]}), "num_seeds": 2})
     return make_plan(parsed)
 
 
@@ -101,7 +101,7 @@ def local_ray():
 @pytest.mark.long
 def test_tiny_search_on_a_local_ray_instance(local_ray, tmp_path):
     search_dir = tmp_path / "search"
-    args = [*TINY, "--param", "lr=grid:1e-3,1e-2", "--seeds", "2", "--backend", "ray"]
+    args = [*TINY, "--param", "lr=grid:1e-3,1e-2", "--num-seeds", "2", "--backend", "ray"]
     args += ["--configs-per-trial", "1", "--asha", "--search-dir", str(search_dir)]
     result = run_cli("search", *args)
     assert result.code == 0, result.stderr

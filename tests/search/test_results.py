@@ -10,7 +10,7 @@ from tests.search.test_spec import spec
 
 
 def test_the_table_ranks_complete_rows_first_and_marks_missing_returns():
-    parsed = parse_spec({**spec(lr={"grid": [1e-3, 1e-2, 3e-2]}), "seeds": 2})
+    parsed = parse_spec({**spec(lr={"grid": [1e-3, 1e-2, 3e-2]}), "num_seeds": 2})
     plan = make_plan(parsed)
     returns = [[10.0, np.nan], [20.0, 30.0], [np.nan, np.nan]]
     results = [

@@ -18,7 +18,12 @@ TINY = {
 
 
 def spec(**params):
-    return {"algo": "ppo", "env": "CartPole-v1", "budget": 256, "params": {**TINY, **params}}
+    return {
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "total_timesteps": 256,
+        "params": {**TINY, **params},
+    }
 
 
 @pytest.mark.parametrize(
@@ -47,15 +52,26 @@ def spec(**params):
             spec(num_envs={"uniform": [4, 8]}),
             "parameter num_envs: uniform ranges are for traced parameters",
         ),
-        (spec(seed={"grid": [1, 2]}), "parameter 'seed' cannot be searched: give first_seed"),
-        (spec(total_timesteps=10), "parameter 'total_timesteps' cannot be searched: give budget"),
+        (
+            spec(seed={"grid": [1, 2]}),
+            "parameter 'seed' cannot be searched: give the spec's seed (--seed)",
+        ),
+        (
+            spec(total_timesteps=10),
+            "parameter 'total_timesteps' cannot be searched: give the spec's total_timesteps",
+        ),
         ({**spec(), "samples": 0}, "samples must be at least 1, got 0"),
-        ({**spec(), "seeds": 0}, "seeds must be at least 1, got 0"),
+        ({**spec(), "num_seeds": 0}, "num_seeds must be at least 1, got 0"),
         ({**spec(), "samples": 3}, "samples 3 needs a choice, uniform or loguniform parameter"),
         ({**spec(), "algo": "a2c"}, "unknown algorithm 'a2c'; algorithms: dqn, ppo"),
         ({**spec(), "env": "CartPol-v1"}, "unknown environment id 'CartPol-v1'; did you mean"),
         ({**spec(), "preset": "Pong"}, "unknown preset 'Pong' for ppo; presets: Acrobot-v1"),
         ({**spec(), "sweep": 1}, "unknown spec keys ['sweep']"),
+        (
+            {**spec(), "seeds": 2, "budget": 256},
+            "spec keys take purerl train's names: seeds is now num_seeds, budget is now "
+            "total_timesteps",
+        ),
         ({**spec(), "params": [1]}, "params must map parameter names"),
     ],
 )

@@ -35,3 +35,27 @@ def test_imports_create_no_backend_and_load_no_environment_library():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "clean"
+
+
+GYMNAX = """
+import sys
+from purerl import envs
+env = envs.make("Catch-bsuite", num_envs=2)
+loaded = [m for m in ("seaborn", "matplotlib.pyplot") if m in sys.modules]
+assert not loaded, f"gymnax's drawing libraries were loaded at start: {loaded}"
+import gymnax.environments.misc.pong as pong
+import gymnax.environments.bsuite.catch as catch
+assert len(pong.sns.color_palette("cubehelix", 3)) == 3  # the real seaborn, loaded on first use
+assert catch.plt.figure is sys.modules["matplotlib.pyplot"].figure
+import seaborn
+assert seaborn.color_palette is pong.sns.color_palette
+print("deferred")
+"""
+
+
+def test_gymnax_loads_its_drawing_libraries_only_when_they_are_used():
+    proc = subprocess.run(
+        [sys.executable, "-c", GYMNAX], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "deferred"

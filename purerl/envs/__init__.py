@@ -108,7 +108,9 @@ def _load_gymnax() -> None:
     global _gymnax_loaded
     if _gymnax_loaded:
         return
-    import gymnax
+    from purerl.envs.gymnax import import_gymnax
+
+    gymnax = import_gymnax()
 
     for env_id in gymnax.registered_envs:
         _REGISTRY.setdefault(env_id, EnvEntry(_gymnax_factory, _gymnax_family(env_id)))

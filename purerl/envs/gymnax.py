@@ -14,6 +14,9 @@ as terminal (no bootstrap), as in gymnax before 1.0.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import sys
+import types
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -105,9 +108,37 @@ class GymnaxEnv:
         )
 
 
+class _OnFirstUse(types.ModuleType):
+    """Stands in for a module during gymnax's import: the real one loads on first use."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+DRAWING_MODULES = ("seaborn", "matplotlib.pyplot")
+"""Modules gymnax imports at its own import only to draw some environments: about 1.3 s of
+CPU at every start of a process, so they load when an environment first draws instead."""
+
+
+def import_gymnax() -> types.ModuleType:
+    """``import gymnax``, with its drawing libraries loaded only when first used."""
+    if "gymnax" in sys.modules:
+        return sys.modules["gymnax"]
+    stand_ins = {name: _OnFirstUse(name) for name in DRAWING_MODULES if name not in sys.modules}
+    sys.modules.update(stand_ins)
+    try:
+        return importlib.import_module("gymnax")
+    finally:
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+
+
 def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:
     """Builds a gymnax environment; keyword arguments override fields of its ``EnvParams``."""
-    import gymnax
+    gymnax = import_gymnax()
 
     env, params = gymnax.make(env_id)
     return adapt_gymnax(env, params, env_id, **param_overrides)

@@ -25,9 +25,11 @@
 ARG FLAVOR=gpu
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# ---- The wheelhouse: empty unless `--build-context wheelhouse=DIR` replaces this stage with a
-# folder of wheels. When it holds any, every pip install below uses it alone (--no-index).
+# ---- The wheelhouse: `--build-context wheelhouse=DIR` replaces this stage with a folder of
+# wheels, and every pip install below then reads it alone (--no-index). Without one, the stage
+# holds only the script that fills a wheelhouse (no wheels: pip uses the package index).
 FROM scratch AS wheelhouse
+COPY docker/wheelhouse.sh /
 
 # ---- One base for both flavours. jax[cuda12] brings its own CUDA libraries (cuBLAS, cuDNN,
 # NCCL, ptxas) as pip wheels and needs only the host's NVIDIA driver, which the NVIDIA
@@ -73,7 +75,7 @@ COPY pyproject.toml ./
 # The versions are pinned where they belong, in pyproject.toml's dependencies and extras.
 # hadolint ignore=DL3013
 RUN --mount=type=bind,from=wheelhouse,target=/wheelhouse \
-    if [ -n "$(ls -A /wheelhouse)" ]; then \
+    if ls /wheelhouse/*.whl >/dev/null 2>&1; then \
         echo "pip: offline, from the wheelhouse"; \
         export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse; \
     fi \
@@ -84,7 +86,7 @@ RUN --mount=type=bind,from=wheelhouse,target=/wheelhouse \
 COPY README.md ./
 COPY purerl/ purerl/
 RUN --mount=type=bind,from=wheelhouse,target=/wheelhouse \
-    if [ -n "$(ls -A /wheelhouse)" ]; then \
+    if ls /wheelhouse/*.whl >/dev/null 2>&1; then \
         export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse; \
     fi \
     && pip install --no-cache-dir --no-deps --force-reinstall . \

@@ -198,16 +198,21 @@ def test_image_installs_purerl_with_the_flavour_extras(image):
 
 
 def test_every_pip_install_reads_only_the_wheelhouse_when_one_is_given(dockerfile, image):
-    """An empty ``wheelhouse`` stage by default; ``--build-context wheelhouse=DIR`` fills it."""
+    """``--build-context wheelhouse=DIR`` replaces the ``wheelhouse`` stage, which by default
+    holds no wheel, only the script that fills a wheelhouse (a stage never empty to mount)."""
     wheelhouse = dockerfile.stage("wheelhouse")
-    assert (wheelhouse.image, wheelhouse.instructions) == ("scratch", [])
+    assert wheelhouse.image == "scratch"
+    assert [(i.keyword, i.args) for i in wheelhouse.instructions] == [
+        ("COPY", "docker/wheelhouse.sh /")
+    ]
     installs = [i.args for i in find(image, "RUN") if "pip install" in i.args]
     assert len(installs) == 2
     for args in installs:
         assert args.startswith("--mount=type=bind,from=wheelhouse,target=/wheelhouse ")
-        # The switch comes before pip runs.
+        # Wheels switch pip to the wheelhouse alone, before it runs.
+        test = args.index("if ls /wheelhouse/*.whl >/dev/null 2>&1; then")
         switch = args.index("export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse")
-        assert switch < args.index("pip install")
+        assert test < switch < args.index("pip install")
 
 
 def test_dependencies_are_installed_before_the_sources_are_copied(image):

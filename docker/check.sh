@@ -10,9 +10,9 @@
 # 3. The wheelhouse: docker/wheelhouse.sh --flavor gpu DIR (default
 #    ${XDG_CACHE_HOME:-~/.cache}/purerl-wheelhouse); a second run reuses it.
 # 4. purerl:cpu, then its `test` target (docker/smoke.sh: every check), then purerl:gpu and
-#    its `test` target with the checks a build without a GPU can make of it (cuda, train on the
-#    CPU, breakout), each build without network (`docker build --network none`; podman runs under
-#    `unshare --net`) and pip with --no-index: the wheelhouse is all they can read.
+#    its `test` target with the checks a build without a GPU can make of it (cuda, train on
+#    the CPU, breakout). Each build runs without network (`docker build --network none`;
+#    podman under `unshare --net`) and pip with --no-index: the wheelhouse is all it reads.
 # Prints each image's size and build time. Exit code 0 when everything built and passed, 1 when
 # a build or a check failed, 2 for bad arguments or a missing tool.
 set -euo pipefail
@@ -33,7 +33,7 @@ while [ "$#" -gt 0 ]; do
             shift 2
             ;;
         -h | --help)
-            sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
             exit 0
             ;;
         *)

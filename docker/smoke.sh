@@ -8,9 +8,9 @@
 # resume needs train).
 # Each check prints one line; the first that fails prints its log and ends the script with
 # exit code 1 (which fails the build). The checks:
-#   cuda (cuda12 extra): jax's CUDA plugin imports, the nvidia-*-cu12 wheels' libraries and ptxas are
-#     present, and nothing in the image would hide the driver that the NVIDIA container
-#     toolkit mounts (no libcuda of its own, no LD_LIBRARY_PATH, NVIDIA_* variables set);
+#   cuda (cuda12 extra): jax's CUDA plugin imports, the nvidia-*-cu12 wheels' libraries and
+#     ptxas are present, and nothing in the image would hide the driver that the NVIDIA
+#     container toolkit mounts (no libcuda of its own, no LD_LIBRARY_PATH, NVIDIA_* set);
 #   doctor: purerl doctor --quick;
 #   train: purerl train ppo --total-timesteps 20000, to its end;
 #   resume: the same run, cut back to an earlier checkpoint as a killed run leaves it,

@@ -15,9 +15,14 @@
 # The pip of $PYTHON (default python3) downloads; its own Python version does not matter.
 set -euo pipefail
 
+# usage CODE: the synopsis above, on stdout for --help (0), on stderr for a usage error.
 usage() {
-    sed -n '7,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
+    if [ "$1" = 0 ]; then
+        sed -n '7,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    else
+        echo "usage: docker/wheelhouse.sh [--flavor gpu|cpu] [--extras LIST] [DIR] (see --help)" >&2
+    fi
+    exit "$1"
 }
 
 flavor=gpu
@@ -26,16 +31,16 @@ dir="${XDG_CACHE_HOME:-$HOME/.cache}/purerl-wheelhouse"
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --flavor)
-            [ "$#" -ge 2 ] || usage
+            [ "$#" -ge 2 ] || usage 2
             flavor="$2"
             shift 2
             ;;
         --extras)
-            [ "$#" -ge 2 ] || usage
+            [ "$#" -ge 2 ] || usage 2
             extras="$2"
             shift 2
             ;;
-        -h | --help) usage ;;
+        -h | --help) usage 0 ;;
         -*)
             echo "wheelhouse.sh: unknown option $1 (see --help)" >&2
             exit 2

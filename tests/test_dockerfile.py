@@ -23,6 +23,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
+SMOKE = ROOT / "docker" / "smoke.sh"
+WHEELHOUSE = ROOT / "docker" / "wheelhouse.sh"
+CHECK = ROOT / "docker" / "check.sh"
 PURERL_COMMANDS = re.compile(r"^purerl_commands=\(([^)]*)\)", re.MULTILINE)
 VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
@@ -121,9 +124,9 @@ def dockerfile() -> Dockerfile:
 
 
 @pytest.fixture(scope="module")
-def final(dockerfile: Dockerfile) -> Stage:
-    """The last stage: what a plain ``docker build .`` produces."""
-    return dockerfile.stages[-1]
+def image(dockerfile: Dockerfile) -> Stage:
+    """The stage that builds the image, on the base that FLAVOR names."""
+    return dockerfile.stage("purerl")
 
 
 def entrypoint_commands() -> list[str]:
@@ -134,20 +137,19 @@ def entrypoint_commands() -> list[str]:
 # ---- Dockerfile ----------------------------------------------------------------------------
 
 
-def test_gpu_base_is_cuda_12_on_ubuntu_22_04_with_python_3_11(dockerfile):
-    gpu = dockerfile.stage("gpu-base")
-    assert re.fullmatch(r"nvidia/cuda:12\.\d+(\.\d+)?-(cudnn-)?runtime-ubuntu22\.04", gpu.base)
-    install = " ".join(i.args for i in find(gpu, "RUN"))
-    # Ubuntu 22.04's own python3 is 3.10.
-    assert "ppa:deadsnakes/ppa" in install
-    assert re.search(r"apt-get install .*\bpython3\.11 python3\.11-venv\b", install)
-    assert "python3.11 -m venv /opt/venv" in install
-
-
-def test_cpu_base_is_the_official_python_3_11_image(dockerfile):
-    cpu = dockerfile.stage("cpu-base")
-    assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", cpu.base)
-    assert any("python3.11 -m venv /opt/venv" in i.args for i in find(cpu, "RUN"))
+def test_both_flavours_start_from_one_python_3_11_base(dockerfile):
+    """jax[cuda12] brings CUDA as wheels: no CUDA image, no PPA, the same Python for both."""
+    base = dockerfile.stage("base")
+    assert base.image == "${PYTHON_IMAGE}"
+    assert re.fullmatch(r"python:3\.11(\.\d+)?-slim-bookworm", base.base)
+    assert any("python3.11 -m venv /opt/venv" in i.args for i in find(base, "RUN"))
+    for flavour in ("gpu", "cpu"):
+        stage = dockerfile.stage(f"{flavour}-base")
+        assert stage.image == "base"
+        assert [i.keyword for i in stage.instructions] == ["ENV"]
+    assert not [s.base for s in dockerfile.stages if "nvidia" in s.base]
+    runs = [i.args for s in dockerfile.stages for i in find(s, "RUN")]
+    assert not [args for args in runs if "apt-get" in args or "add-apt-repository" in args]
 
 
 def test_each_flavour_installs_its_extras_and_they_exist_in_pyproject(dockerfile):
@@ -163,52 +165,90 @@ def test_each_flavour_installs_its_extras_and_they_exist_in_pyproject(dockerfile
     assert any("jax[cuda12]" in requirement for requirement in declared["cuda12"])
 
 
-def test_flavor_argument_picks_the_base_and_defaults_to_gpu(dockerfile, final):
+def test_the_gpu_flavour_lets_the_container_toolkit_mount_the_driver(dockerfile):
+    gpu, cpu = (stage_env(dockerfile.stage(f"{f}-base")) for f in ("gpu", "cpu"))
+    assert gpu["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert "compute" in gpu["NVIDIA_DRIVER_CAPABILITIES"].split(",")
+    assert not {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"} & set(cpu)
+    # The toolkit mounts libcuda.so.1 into the loader's standard path; an override could hide it.
+    for stage in dockerfile.stages:
+        assert "LD_LIBRARY_PATH" not in stage_env(stage), stage.name
+
+
+def test_flavor_argument_picks_the_base_and_defaults_to_gpu(dockerfile, image):
     assert dockerfile.global_args["FLAVOR"] == "gpu"
-    assert final.image == "${FLAVOR}-base"
-    assert final.base == "gpu-base"
+    assert image.image == "${FLAVOR}-base"
+    assert image.base == "gpu-base"
 
 
-def test_final_stage_installs_purerl_with_the_flavour_extras(final):
-    installs = [i.args for i in find(final, "RUN") if "pip install" in i.args]
+def test_the_default_target_is_the_image_and_test_is_a_target_of_its_own(dockerfile):
+    last = dockerfile.stages[-1]
+    assert (last.image, last.instructions) == ("purerl", [])
+    test = dockerfile.stage("test")
+    assert test.image == "purerl"
+    (run,) = find(test, "RUN")
+    assert run.args == '/app/docker/smoke.sh "${EXTRAS:-$PURERL_EXTRAS}" ${CHECKS}'
+    assert SMOKE.stat().st_mode & stat.S_IXUSR, "docker/smoke.sh must be executable"
+
+
+def test_image_installs_purerl_with_the_flavour_extras(image):
+    installs = [i.args for i in find(image, "RUN") if "pip install" in i.args]
     assert any('".[${EXTRAS:-$PURERL_EXTRAS}]"' in args for args in installs)
     assert any(re.search(r"pip install .*--no-deps.* \.( |$)", args) for args in installs)
 
 
-def test_dependencies_are_installed_before_the_sources_are_copied(final):
+def test_every_pip_install_reads_only_the_wheelhouse_when_one_is_given(dockerfile, image):
+    """``--build-context wheelhouse=DIR`` replaces the ``wheelhouse`` stage, which by default
+    holds no wheel, only the script that fills a wheelhouse (a stage never empty to mount)."""
+    wheelhouse = dockerfile.stage("wheelhouse")
+    assert wheelhouse.image == "scratch"
+    assert [(i.keyword, i.args) for i in wheelhouse.instructions] == [
+        ("COPY", "docker/wheelhouse.sh /")
+    ]
+    installs = [i.args for i in find(image, "RUN") if "pip install" in i.args]
+    assert len(installs) == 2
+    for args in installs:
+        assert args.startswith("--mount=type=bind,from=wheelhouse,target=/wheelhouse ")
+        # Wheels switch pip to the wheelhouse alone, before it runs.
+        test = args.index("if ls /wheelhouse/*.whl >/dev/null 2>&1; then")
+        switch = args.index("export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse")
+        assert test < switch < args.index("pip install")
+
+
+def test_dependencies_are_installed_before_the_sources_are_copied(image):
     """Layer caching: pyproject.toml, then the install, then purerl/, then everything else."""
-    copy_pyproject = position(final, "COPY", r"\bpyproject\.toml\b")
-    install_deps = position(final, "RUN", r"pip install .*PURERL_EXTRAS")
-    copy_package = position(final, "COPY", r"^purerl/? ")
-    install_package = position(final, "RUN", r"pip install .*--no-deps")
-    copy_rest = position(final, "COPY", r"^\. \.$")
+    copy_pyproject = position(image, "COPY", r"\bpyproject\.toml\b")
+    install_deps = position(image, "RUN", r"pip install .*PURERL_EXTRAS")
+    copy_package = position(image, "COPY", r"^purerl/? ")
+    install_package = position(image, "RUN", r"pip install .*--no-deps")
+    copy_rest = position(image, "COPY", r"^\. \.$")
     assert copy_pyproject < install_deps < copy_package < install_package < copy_rest
 
 
-def test_runs_as_a_non_root_user_with_a_writable_runs_directory(final):
-    users = find(final, "USER")
+def test_runs_as_a_non_root_user_with_a_writable_runs_directory(image):
+    users = find(image, "USER")
     assert users, "the image must switch away from root"
     args = {}
-    for instruction in find(final, "ARG"):
+    for instruction in find(image, "ARG"):
         args.update(parse_assignments(instruction.args))
     user = substitute(users[-1].args, args).split(":")[0]
     assert user not in ("root", "0", "")
-    created = " ".join(i.args for i in find(final, "RUN"))
+    created = " ".join(i.args for i in find(image, "RUN"))
     assert re.search(rf"useradd .*--uid \"?(\$\{{USER_ID\}}|{user})\"?", created)
     assert re.search(r"install -d .*/app/runs", created)
-    assert position(final, "USER", ".") > position(final, "RUN", "useradd")
+    assert position(image, "USER", ".") > position(image, "RUN", "useradd")
 
 
-def test_entrypoint_is_the_script_and_cmd_its_help(final):
-    workdir = find(final, "WORKDIR")[-1].args
-    (entrypoint,) = json.loads(find(final, "ENTRYPOINT")[-1].args)
+def test_entrypoint_is_the_script_and_cmd_its_help(image):
+    workdir = find(image, "WORKDIR")[-1].args
+    (entrypoint,) = json.loads(find(image, "ENTRYPOINT")[-1].args)
     assert Path(entrypoint).relative_to(workdir) == ENTRYPOINT.relative_to(ROOT)
     assert ENTRYPOINT.stat().st_mode & stat.S_IXUSR, "docker/entrypoint.sh must be executable"
-    assert json.loads(find(final, "CMD")[-1].args) == ["--help"]
+    assert json.loads(find(image, "CMD")[-1].args) == ["--help"]
 
 
-def test_environment_defaults(final):
-    env = stage_env(final)
+def test_environment_defaults(image):
+    env = stage_env(image)
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["PATH"].startswith("/opt/venv/bin:")
     # Left to JAX's default (preallocate 75% of GPU memory); documented, not overridden.
@@ -221,9 +261,23 @@ def test_dockerignore_keeps_local_state_out_and_the_sources_in():
         for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     }
-    assert {".git", ".venv", "runs"} <= patterns
+    assert {".git", ".venv", "runs", "wheelhouse"} <= patterns
     needed = ["pyproject.toml", "README.md", "purerl", "experiments", "docker", "benchmarks"]
     assert not patterns & set(needed)
+
+
+def test_the_wheelhouse_is_for_the_image_python():
+    """docker/wheelhouse.sh downloads for the Python of the default base and the pip extras of
+    both flavours."""
+    script = WHEELHOUSE.read_text()
+    assert "--python-version 3.11" in script
+    assert "--only-binary=:all:" in script
+    assert re.search(r"gpu\) extras=\"\$\{extras:-cuda12,atari\}\"", script)
+    assert re.search(r"cpu\) extras=\"\$\{extras:-atari\}\"", script)
+    # setuptools and wheel: pip builds purerl from the context inside the offline build.
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert build == ["setuptools>=77", "wheel"]
+    assert '"setuptools>=77" wheel' in script
 
 
 # ---- docker/entrypoint.sh ------------------------------------------------------------------
@@ -304,6 +358,121 @@ def test_help_lists_the_commands_and_no_arguments_is_a_usage_error(stubs):
         assert command in proc.stdout
     assert "bench NAME" in proc.stdout
     assert run_entrypoint(stubs).returncode == 2
+
+
+# ---- docker/smoke.sh, docker/wheelhouse.sh, docker/check.sh ----------------------------------
+
+STUB_PURERL = """\
+import json, os, sys
+from pathlib import Path
+
+args = sys.argv[1:]
+if args[0] == "doctor":
+    sys.exit(int(os.environ.get("STUB_DOCTOR_RC", "0")))
+summary = {"num_updates": 39, "env_steps_per_seed": 19968, "resumed_from_update": 0,
+           "per_seed_final_return": [63.25]}
+if args[:2] == ["train", "ppo"]:
+    run = Path(args[args.index("--run-dir") + 1])
+    for update in (10, 20, 30, 39):
+        (run / "checkpoints" / str(update)).mkdir(parents=True)
+else:
+    assert args[:2] == ["train", "--resume"], args
+    run = Path(args[2])
+    summary["resumed_from_update"] = max(int(p.name) for p in (run / "checkpoints").iterdir())
+    summary["per_seed_final_return"] = [float(os.environ.get("STUB_RESUMED_RETURN", "63.25"))]
+    (run / "checkpoints" / "39").mkdir()
+(run / "summary.json").write_text(json.dumps(summary))
+print("final mean return 63.2")
+print("learning curves: ...")
+"""
+
+
+@pytest.fixture
+def smoke_env(tmp_path) -> dict[str, str]:
+    """A ``purerl`` that fakes a 39-update run with checkpoints every 10 updates, and this
+    interpreter as ``python``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "purerl"
+    stub.write_text(f"#!{sys.executable}\n{STUB_PURERL}")
+    stub.chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    return {**os.environ, "PATH": path, "TMPDIR": str(tmp_path)}
+
+
+def run_smoke(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(SMOKE), *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_smoke_runs_doctor_train_and_an_exact_resume(smoke_env):
+    proc = run_smoke(smoke_env, "none")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = [line.split()[2] for line in proc.stdout.splitlines() if line.startswith("smoke: ok")]
+    assert checks == ["doctor", "train", "resume"]
+    assert "resumed from update 30 of 39: 39 updates, 19968 steps" in proc.stdout
+    assert proc.stdout.rstrip().endswith("smoke: every check passed (doctor train resume)")
+
+
+def test_smoke_runs_the_checks_it_is_given_in_their_order(smoke_env):
+    proc = run_smoke(smoke_env, "cuda12,atari", "resume", "train")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = [line.split()[2] for line in proc.stdout.splitlines() if line.startswith("smoke: ok")]
+    assert checks == ["train", "resume"]
+
+
+def test_smoke_fails_when_the_resumed_run_ends_elsewhere(smoke_env):
+    proc = run_smoke({**smoke_env, "STUB_RESUMED_RETURN": "60.0"}, "none")
+    assert proc.returncode == 1
+    assert "smoke: FAIL resume" in proc.stderr
+    assert "every check passed" not in proc.stdout
+
+
+def test_smoke_stops_at_the_first_failing_check(smoke_env):
+    proc = run_smoke({**smoke_env, "STUB_DOCTOR_RC": "1"}, "atari")
+    assert proc.returncode == 1
+    assert "smoke: FAIL doctor: purerl doctor --quick" in proc.stderr
+    assert "smoke: ok" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "usage: docker/smoke.sh EXTRAS [CHECK...]"),
+        (["atari", "train", "eval"], "unknown check 'eval'"),
+        (["atari", "resume"], "the resume check resumes the train check's run"),
+    ],
+)
+def test_smoke_refuses_bad_arguments_in_one_line(smoke_env, args, message):
+    proc = run_smoke(smoke_env, *args)
+    assert (proc.returncode, proc.stderr.count("\n")) == (2, 1)
+    assert message in proc.stderr
+    assert not proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "message"),
+    [
+        (WHEELHOUSE, ["--flavor", "tpu"], "--flavor must be gpu or cpu, not 'tpu'"),
+        (WHEELHOUSE, ["--mirror"], "unknown option --mirror"),
+        (CHECK, ["--engine", "lxc"], "--engine must be docker or podman, not 'lxc'"),
+        (CHECK, ["--fast"], "unknown argument --fast"),
+    ],
+)
+def test_the_build_scripts_refuse_bad_arguments_in_one_line(script, args, message, tmp_path):
+    proc = subprocess.run(
+        ["bash", str(script), *args], capture_output=True, text=True, timeout=30, cwd=tmp_path
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("script", [SMOKE, WHEELHOUSE, CHECK], ids=lambda p: p.name)
+def test_the_build_scripts_are_valid_bash(script):
+    proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 # ---- hadolint --------------------------------------------------------------------------------

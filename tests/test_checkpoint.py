@@ -180,9 +180,16 @@ def test_resume_from_an_explicit_step(tmp_path):
     whole = run("ppo", PPO, tmp_path / "whole")
     cut = tmp_path / "cut"
     run("ppo", PPO, cut, stop=StopAfter(4), checkpoint_every=1, keep_checkpoints=10)
-    resumed = run("ppo", PPO, cut, resume=True, resume_from=2)
+    # Saving after every update again, the resumed run meets the steps of checkpoints 3 and 4,
+    # which it replaces: they are set aside, files kept, and the run saves its own.
+    resumed = run(
+        "ppo", PPO, cut, resume=True, resume_from=2, checkpoint_every=1, keep_checkpoints=10
+    )
     assert resumed.summary.resumed_from_update == 2
     assert leaves_equal(whole.result.agents, resumed.result.agents)
+    moved = sorted(p.name.partition("-")[0] for p in (cut / "superseded-checkpoints").iterdir())
+    assert moved == ["3", "4"]
+    assert checkpoint.available_steps(cut) == list(range(1, PPO.num_updates + 1))
     with pytest.raises(checkpoint.CheckpointError, match="has no checkpoint 9"):
         run("ppo", PPO, cut, resume=True, resume_from=9)
 

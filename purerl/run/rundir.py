@@ -44,6 +44,7 @@ GRAPH_FILES = ("returns.png", "returns_smoothed.png")
 """Learning curves: raw and smoothed."""
 CHECKPOINTS_DIR = "checkpoints"
 UNREADABLE_DIR = "unreadable-checkpoints"
+SUPERSEDED_DIR = "superseded-checkpoints"
 TENSORBOARD_DIR = "tensorboard"
 LOCK_FILE = ".lock"
 
@@ -67,11 +68,12 @@ def graph_paths(run_dir: Path) -> tuple[Path, ...]:
     return tuple(Path(run_dir) / name for name in GRAPH_FILES)
 
 
-def set_aside_checkpoint(run_dir: Path, step: int) -> Path:
-    """Moves an unreadable checkpoint out of the way of new ones, keeping its files, to
-    ``unreadable-checkpoints/<step>-<time>``; returns where it went."""
+def set_aside_checkpoint(run_dir: Path, step: int, folder: str = UNREADABLE_DIR) -> Path:
+    """Moves a checkpoint out of the way of new ones, keeping its files, to
+    ``<folder>/<step>-<time>`` (unreadable ones by default, or ones a resume from an older
+    checkpoint supersedes); returns where it went."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = Path(run_dir) / UNREADABLE_DIR / f"{step}-{stamp}"
+    target = Path(run_dir) / folder / f"{step}-{stamp}"
     target.parent.mkdir(exist_ok=True)
     shutil.move(str(checkpoint_path(run_dir, step)), str(target))
     return target

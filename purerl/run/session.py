@@ -282,12 +282,24 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
                 f"{run_dir} has no checkpoint {request.resume_from}; it has {steps}"
             )
         steps = [request.resume_from]
+    newer = [step for step in checkpoint.available_steps(run_dir) if step > steps[-1]]
     fresh = init_agents(setup.algo, [cfg.seed + i for i in range(cfg.num_seeds)], setup.placement)
     start, skipped = checkpoint.restore_newest_readable(run_dir, steps, fresh, setup.identity)
     for err in skipped:
         warn(sinks, f"skipped checkpoint {err.step}: {err.reason}")
     if main:
         moved = [rundir.set_aside_checkpoint(run_dir, err.step) for err in skipped]
+        # The run continues from an older checkpoint: the newer ones belong to the history it
+        # replaces, and would stand in the way of the checkpoints it saves.
+        superseded = [
+            rundir.set_aside_checkpoint(run_dir, step, rundir.SUPERSEDED_DIR) for step in newer
+        ]
+        if superseded:
+            warn(
+                sinks,
+                f"resuming from checkpoint {start.updates_done}: the newer checkpoints "
+                f"{', '.join(map(str, newer))} moved to {run_dir / rundir.SUPERSEDED_DIR}",
+            )
         carried = list(start.record.get("metrics_rows", []))
         repair = rundir.restore_metrics(run_dir, start.updates_done, carried)
         if repair.restored:
@@ -309,6 +321,10 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
                 "skipped_checkpoints": [
                     {"update": e.step, "reason": e.reason, "moved_to": str(m)}
                     for e, m in zip(skipped, moved, strict=True)
+                ],
+                "superseded_checkpoints": [
+                    {"update": step, "moved_to": str(m)}
+                    for step, m in zip(newer, superseded, strict=True)
                 ],
                 "changed_options": {k: list(v) for k, v in request.option_changes.items()},
                 "restored_metrics_rows": repair.restored,

@@ -59,3 +59,20 @@ def test_gymnax_loads_its_drawing_libraries_only_when_they_are_used():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "deferred"
+
+
+THREADS = """
+from concurrent.futures import ThreadPoolExecutor
+from purerl import envs
+with ThreadPoolExecutor(4) as pool:
+    made = list(pool.map(lambda i: envs.make("CartPole-v1", num_envs=2), range(4)))
+print(len(made))
+"""
+
+
+def test_environments_made_from_several_threads_at_once_import_gymnax_whole():
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "4"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
+import threading
 import types
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -122,18 +123,23 @@ DRAWING_MODULES = ("seaborn", "matplotlib.pyplot")
 CPU at every start of a process, so they load when an environment first draws instead."""
 
 
+_IMPORT_LOCK = threading.Lock()
+
+
 def import_gymnax() -> types.ModuleType:
-    """``import gymnax``, with its drawing libraries loaded only when first used."""
-    if "gymnax" in sys.modules:
-        return sys.modules["gymnax"]
-    stand_ins = {name: _OnFirstUse(name) for name in DRAWING_MODULES if name not in sys.modules}
-    sys.modules.update(stand_ins)
-    try:
-        return importlib.import_module("gymnax")
-    finally:
-        for name, stand_in in stand_ins.items():
-            if sys.modules.get(name) is stand_in:
-                del sys.modules[name]
+    """``import gymnax``, with its drawing libraries loaded only when first used. Safe from
+    several threads: one imports, the others wait for the whole module."""
+    with _IMPORT_LOCK:
+        stand_ins = {}
+        if "gymnax" not in sys.modules:
+            stand_ins = {n: _OnFirstUse(n) for n in DRAWING_MODULES if n not in sys.modules}
+        sys.modules.update(stand_ins)
+        try:
+            return importlib.import_module("gymnax")
+        finally:
+            for name, stand_in in stand_ins.items():
+                if sys.modules.get(name) is stand_in:
+                    del sys.modules[name]
 
 
 def make_gymnax(env_id: str, **param_overrides: Any) -> GymnaxEnv:

@@ -29,12 +29,17 @@ print("clean")
 """
 
 
-def test_imports_create_no_backend_and_load_no_environment_library():
+def run_snippet(code: str) -> str:
+    """What ``python -c CODE`` printed, in a fresh process; it must exit 0."""
     proc = subprocess.run(
-        [sys.executable, "-c", CHECK], capture_output=True, text=True, cwd=ROOT, timeout=300
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "clean"
+    return proc.stdout.strip()
+
+
+def test_imports_create_no_backend_and_load_no_environment_library():
+    assert run_snippet(CHECK) == "clean"
 
 
 GYMNAX = """
@@ -54,11 +59,7 @@ print("deferred")
 
 
 def test_gymnax_loads_its_drawing_libraries_only_when_they_are_used():
-    proc = subprocess.run(
-        [sys.executable, "-c", GYMNAX], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "deferred"
+    assert run_snippet(GYMNAX) == "deferred"
 
 
 THREADS = """
@@ -71,8 +72,4 @@ print(len(made))
 
 
 def test_environments_made_from_several_threads_at_once_import_gymnax_whole():
-    proc = subprocess.run(
-        [sys.executable, "-c", THREADS], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "4"
+    assert run_snippet(THREADS) == "4"

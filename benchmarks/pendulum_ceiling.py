@@ -44,7 +44,7 @@ import tyro
 from purerl import algos, envs
 from purerl.core.loop import init_agent
 from purerl.core.rollout import PolicyStep, collect
-from purerl.envs.stats import FINAL_WINDOW_EPISODES
+from purerl.core.stats import FINAL_WINDOW_EPISODES
 
 MAX_SPEED = 8.0
 MAX_TORQUE = 2.0

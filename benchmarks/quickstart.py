@@ -32,6 +32,7 @@ import tyro
 
 from purerl import algos, envs
 from purerl.core import loop
+from purerl.options import options_for
 from purerl.run import rundir, session
 from purerl.runtime import configure_jax
 
@@ -58,7 +59,7 @@ def run_variant(name: str, env_id: str, root: Path, index: int) -> dict:
     if "checkpoint_every" in overrides:
         per_chunk = loop.plan_chunks(cfg.num_updates, None)[0]
         overrides["checkpoint_every"] = per_chunk
-    options = spec.options_cls(
+    options = options_for(spec)(
         run_dir=str(root / f"{index}-{len(os.listdir(root))}"), progress=False, **overrides
     )
     outcome = session.run(session.TrainRequest(spec, cfg, options))

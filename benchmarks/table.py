@@ -54,7 +54,7 @@ from benchmarks import page, results
 from purerl import algos
 from purerl.config import ConfigError
 from purerl.core.loop import NonFiniteLossError
-from purerl.options import hint
+from purerl.options import hint, options_for
 from purerl.presets import MINATAR_GAMES
 from purerl.run import session
 from purerl.run.compare import format_return, markdown_table
@@ -386,7 +386,7 @@ def run_row(
     if summary is None:
         # No checkpoints: their saves would count in the training time the table reports.
         spec = algos.get(row.algo)
-        options = spec.options_cls(run_dir=str(run_dir), progress=False, checkpoints=False)
+        options = options_for(spec)(run_dir=str(run_dir), progress=False, checkpoints=False)
         # Keep stdout for the table: the training log lines go to stderr.
         with contextlib.redirect_stdout(sys.stderr):
             summary = session.run(session.TrainRequest(spec, cfg, options)).summary

@@ -26,6 +26,7 @@ from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
 from purerl.core import loop
 from purerl.core.types import Key, Metrics
+from purerl.options import options_for
 from purerl.run import session
 from purerl.run.rundir import Summary
 from purerl.runtime import configure_jax, enable_compilation_cache
@@ -77,7 +78,7 @@ def resolve(
         # NAME --env ID`` does on the command line (without one, ``cfg.env`` is ``env`` already).
         overrides = {"env": env, **overrides}
     cfg_fields = {f.name for f in dataclasses.fields(spec.config_cls)}
-    opt_fields = {f.name for f in dataclasses.fields(spec.options_cls)}
+    opt_fields = {f.name for f in dataclasses.fields(options_for(spec))}
     unknown = sorted(set(overrides) - cfg_fields - opt_fields)
     if unknown:
         raise ConfigError(
@@ -85,7 +86,7 @@ def resolve(
             f"{', '.join(sorted(cfg_fields))}; run options: {', '.join(sorted(opt_fields))}"
         )
     cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if k in cfg_fields})
-    options = spec.options_cls(**{k: v for k, v in overrides.items() if k in opt_fields})
+    options = options_for(spec)(**{k: v for k, v in overrides.items() if k in opt_fields})
     return spec, cfg, options
 
 

@@ -32,6 +32,23 @@ MAX_SEED = 2**31 - 1
 """Seeds travel as int32."""
 
 
+TRACED = "purerl.traced"
+"""Metadata key of the configuration fields ``traced`` marks."""
+
+
+def traced(default: float) -> Any:
+    """Marks a float configuration field as a traced hyperparameter: it travels in the
+    algorithm's state as data (``state.hparams``, a NamedTuple ``purerl.core.algo.hparams_class``
+    derives from these marks), so that sweeps vary it inside one compiled program. Use it as the
+    field's default: ``lr: float = traced(2.5e-4)``."""
+    return dataclasses.field(default=default, metadata={TRACED: True})
+
+
+def traced_fields(config_cls: type) -> tuple[str, ...]:
+    """The fields of ``config_cls`` marked with ``traced``, in field order."""
+    return tuple(f.name for f in dataclasses.fields(config_cls) if f.metadata.get(TRACED))
+
+
 class ConfigError(Exception):
     """A configuration that cannot run; the message says what to change."""
 

@@ -116,7 +116,8 @@ class RunOptions:
 
 @dataclasses.dataclass(frozen=True)
 class ReplayRunOptions(RunOptions):
-    """Run options, and whether checkpoints hold the replay buffer (DQN, SAC, TD3)."""
+    """Run options, and whether checkpoints hold the replay buffer (algorithms whose state has
+    an excludable ``buffer``: DQN, SAC, TD3)."""
 
     checkpoint_buffer: bool = True
     """Include the replay buffer in checkpoints (exact resume; off saves space, and a resumed
@@ -124,6 +125,30 @@ class ReplayRunOptions(RunOptions):
 
     def excluded_state(self) -> tuple[str, ...]:
         return () if self.checkpoint_buffer else ("buffer",)
+
+
+EXCLUDABLE_OPTIONS: dict[tuple[str, ...], type[RunOptions]] = {
+    (): RunOptions,
+    ("buffer",): ReplayRunOptions,
+}
+"""The run options of an algorithm, by the state fields it lets checkpoints leave out
+(``AlgoSpec.excludable``): each such field has its flag."""
+
+
+def options_for(spec: Any) -> type[RunOptions]:
+    """The run options class of an algorithm (an ``AlgoSpec``): ``RunOptions``, with a flag for
+    each state field its checkpoints may leave out.
+
+    Raises:
+        ConfigError: the algorithm declares excludable fields no run option covers.
+    """
+    excludable = tuple(spec.excludable)
+    if excludable not in EXCLUDABLE_OPTIONS:
+        raise ConfigError(
+            f"algorithm {spec.name!r} lets checkpoints leave out {', '.join(excludable)}, which "
+            f"no run option covers; purerl knows {sorted(EXCLUDABLE_OPTIONS)}"
+        )
+    return EXCLUDABLE_OPTIONS[excludable]
 
 
 MAX_CHECKPOINTS_KEPT = 100_000

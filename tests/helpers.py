@@ -172,7 +172,7 @@ def write_synthetic_run(
     ``counts`` defaults to 1 episode wherever a return is given. With ``finished`` a summary
     is written as the session computes it (last-100-episode means).
     """
-    from purerl.envs.stats import recent_mean_return
+    from purerl.core.stats import recent_mean_return
 
     counts = np.where(np.isfinite(returns), 1, 0) if counts is None else counts
     run_dir.mkdir(parents=True)

@@ -12,6 +12,7 @@ import pytest
 
 from purerl import algos
 from purerl.core import loop
+from purerl.options import options_for
 from purerl.run import checkpoint, session
 from tests.helpers import leaves_equal, metric_rows, run_cli, tree_digest
 
@@ -36,7 +37,7 @@ class StopAfter:
 def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options):
     spec = algos.get(name)
     options = {"progress": False, "updates_per_chunk": 1, **options}
-    opts = spec.options_cls(run_dir=None if resume else str(run_dir), **options)
+    opts = options_for(spec)(run_dir=None if resume else str(run_dir), **options)
     request = session.TrainRequest(
         spec, cfg, opts, resume=Path(run_dir) if resume else None, resume_from=resume_from
     )

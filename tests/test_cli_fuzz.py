@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from purerl import algos
+from purerl.options import options_for
 from tests.helpers import run_cli
 
 SKIPPED = {"env", "env_options", "run_dir", "wandb_project", "coordinator_address"}
@@ -42,7 +43,7 @@ def source_flags(name: str) -> st.SearchStrategy:
 def fuzzable_fields(name: str) -> dict[str, typing.Any]:
     spec = algos.get(name)
     fields = {}
-    for cls in (spec.config_cls, spec.options_cls):
+    for cls in (spec.config_cls, options_for(spec)):
         hints = typing.get_type_hints(cls, include_extras=False)
         for field in dataclasses.fields(cls):
             hint = hints[field.name]

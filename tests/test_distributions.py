@@ -48,8 +48,8 @@ def test_gaussian_samples_have_the_right_moments():
 
 
 def test_the_policy_gaussian_works_in_units_of_the_action_range():
+    from purerl.core.env import Box
     from purerl.core.nets import PolicyHead
-    from purerl.envs.base import Box
 
     features = jax.random.normal(jax.random.key(0), (5, 8))
     unit = PolicyHead(Box((-1.0, -1.0), (1.0, 1.0), (2,)))

@@ -17,6 +17,7 @@ from purerl import algos, envs
 from purerl.algos import Algo
 from purerl.core import loop
 from purerl.core.report import ChunkReport
+from purerl.options import options_for
 from purerl.run import rundir, session
 from purerl.run.evaluate import load_agents, make_evaluation
 from purerl.run.plots import Curves, compare_runs, draw_trial_graphs
@@ -103,11 +104,11 @@ def test_a_resumed_run_evaluates_where_and_as_an_uninterrupted_one(evaluated_run
             return self.chunks == 3
 
     cut = tmp_path / "cut"
-    opts = spec.options_cls(run_dir=str(cut), **options)
+    opts = options_for(spec)(run_dir=str(cut), **options)
     stopped = session.run(session.TrainRequest(spec, cfg, opts), StopAfter3())
     assert stopped.summary.num_updates == 3
     np.testing.assert_array_equal(stopped.result.evaluations["update"], [2])
-    resumed = session.run(session.TrainRequest(spec, cfg, spec.options_cls(**options), resume=cut))
+    resumed = session.run(session.TrainRequest(spec, cfg, options_for(spec)(**options), resume=cut))
     np.testing.assert_array_equal(resumed.result.evaluations["update"], [4, 6])
     assert metric_rows(cut) == metric_rows(run_dir)
 

@@ -22,8 +22,8 @@ def test_orthogonal_init_vmapped_equals_flax_one_key_at_a_time():
 
 
 def test_twin_critics_are_independent_and_actors_respect_the_bounds():
+    from purerl.core.env import Box, EnvSpec
     from purerl.core.nets import make_continuous_nets
-    from purerl.envs.base import Box, EnvSpec
 
     spec = EnvSpec("toy", (3,), "float32", Box((-2.0, 0.0), (2.0, 1.0), (2,)), num_envs=5)
     obs = jax.random.normal(jax.random.key(0), (5, 3))

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from purerl import algos
+from purerl.options import options_for
 from purerl.run import rundir
 from tests.helpers import ROOT, TINY_ARGS, metric_rows, run_cli, run_process
 
@@ -46,7 +47,7 @@ def test_a_tiny_run_of_every_algorithm_through_python_m_purerl(tmp_path, name):
     spec = algos.get(name)
     smoke = spec.smoke
     config = tmp_path / "config.json"
-    rundir.write_config(tmp_path, rundir.ConfigRecord.new(name, smoke, spec.options_cls()))
+    rundir.write_config(tmp_path, rundir.ConfigRecord.new(name, smoke, options_for(spec)()))
     run_dir = tmp_path / "run"
     proc = run_process(
         "-m", "purerl", "train", name, "--config", config, "--run-dir", run_dir, "--no-progress"

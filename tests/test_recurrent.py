@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from purerl import envs
+from purerl.core.env import Step
 from purerl.core.nets import MLP, RecurrentTorso, ResettingCell, initial_hidden
 from purerl.core.ops.sgd import split_sequences
 from purerl.core.rollout import (
@@ -21,7 +22,6 @@ from purerl.core.rollout import (
     recurrent_rollout_values,
 )
 from purerl.core.types import EpisodeStats, Transition
-from purerl.envs.base import Step
 
 
 def sigmoid(x):

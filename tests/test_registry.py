@@ -19,7 +19,7 @@ from purerl.algos import Algo, AlgoSpec
 from purerl.config import CommonConfig, require_positive
 from purerl.core.loop import train
 from purerl.core.rollout import PolicyStep, collect
-from purerl.envs.stats import summarize
+from purerl.core.stats import summarize
 from purerl.search.sweep import sweep
 from tests.helpers import leaves_equal, metric_rows, one_error_line, run_cli
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from purerl.config import ConfigError
-from purerl.run.extras import MissingExtraError
+from purerl.extras import MissingExtraError
 from purerl.run.tensorboard import TensorBoardSink, iter_records, masked_crc32c, read_scalars
 from tests.helpers import TINY_ARGS, chunk_reports, run_cli
 

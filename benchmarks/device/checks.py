@@ -257,7 +257,7 @@ def throughput_config(spec: Throughput, peer_algos) -> tuple[Any, tuple[str, ...
     """The configuration a throughput row trains (the env's preset at the row's size) and the
     peers timed beside it: the reference, for the algorithms it has, on discrete actions."""
     from purerl import algos, envs
-    from purerl.envs.base import Discrete
+    from purerl.core.env import Discrete
 
     base = algos.get(spec.algo).base_config(spec.env)
     per_update = base.env_steps_per_update // base.num_envs * spec.num_envs

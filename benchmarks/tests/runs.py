@@ -14,7 +14,7 @@ from unittest import mock
 import numpy as np
 
 from purerl.core.report import ChunkReport
-from purerl.envs.stats import recent_mean_return
+from purerl.core.stats import recent_mean_return
 from purerl.run.rundir import MetricsWriter, write_json
 
 

@@ -118,7 +118,7 @@ def test_observation_normalisation_leaves_the_environment_stream_alone():
 
 
 def test_scored_episodes_are_the_window_of_the_table_statistic():
-    from purerl.envs.stats import recent_mean_return
+    from purerl.core.stats import recent_mean_return
 
     rng = np.random.default_rng(2)
     update = np.sort(rng.integers(0, 40, 300))

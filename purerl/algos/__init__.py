@@ -3,7 +3,7 @@
 An algorithm is an ``Algo(init, update, act, hparams)`` built from a configuration and an
 environment. Each algorithm module declares itself once, as an ``AlgoSpec`` named ``SPEC``: its
 name, its configuration and traced-hyperparameter classes, its builder, its presets, a tiny
-smoke configuration and its algorithm-specific run options. The command line, the Python API,
+smoke configuration and the state its checkpoints may leave out. The command line, the Python API,
 sweeps, evaluation, checkpoints, benchmarks and the shared invariant tests all look algorithms
 up here and never spell one's name. Adding an algorithm is its module, one line in ``BUILTIN``
 and its presets module; ``register`` adds one from outside purerl (a test, a user's package).
@@ -16,91 +16,43 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, NamedTuple, TypeVar
-
-import jax
-import jax.numpy as jnp
-import numpy as np
+from typing import Any, NamedTuple
 
 from purerl.config import ConfigError
-from purerl.core.types import Array, Key, Metrics
+from purerl.core.algo import (
+    Algo,
+    concrete_hparams,
+    hparams_class,
+    hparams_from_config,
+    initial_memory,
+    observe,
+    policy_step,
+)
+from purerl.core.env import Environment
 
-S = TypeVar("S")
-
-
-class Algo(NamedTuple, Generic[S]):
-    """An algorithm in the shape of an optax optimizer.
-
-    ``init(key)`` builds a fresh state; ``update(state, key)`` runs one rollout and learning
-    step and returns the new state with that update's scalar metrics. Both are pure and are
-    jitted, scanned and vmapped by ``purerl.core.loop``, never by the algorithm itself. Every state
-    has an int32 ``step`` field counting the updates done and an ``hparams`` field holding the
-    traced hyperparameters.
-
-    ``act(state, obs, key, greedy)`` is the trained policy for evaluation: actions ``[B, ...]``
-    for observations ``[B, ...]``, the most likely ones when ``greedy`` (a Python bool), else
-    sampled as the algorithm explores (a recurrent policy's takes its memory too: see
-    ``initial_memory``).
-
-    ``hparams`` is the ``state.hparams`` that ``init`` builds, as concrete float32 scalars (or
-    None). Given, ``purerl.core.loop`` passes them to the compiled ``init`` as data instead of
-    letting them be baked into it as constants, so configurations that differ only in traced
-    hyperparameters share one init program and its compilation-cache entry.
-
-    ``lockstep`` names, as dotted paths into the state (``"buffer.position"``), integer leaves
-    besides ``step`` that every seed of a program advances alike: counters driven by the number
-    of updates, never by data. Vmapped over seeds, ``purerl.core.loop`` keeps one copy of them
-    and of ``step`` for all seeds, so that a ``lax.cond`` on them stays a branch and a write at them
-    stays one indexed write, rather than becoming per-seed selects (both branches computed) and
-    scatters.
-    """
-
-    init: Callable[[Key], S]
-    update: Callable[[S, Key], tuple[S, Metrics]]
-    act: Callable[..., Any]
-    hparams: Any = None
-    lockstep: tuple[str, ...] = ()
-    initial_memory: Callable[[int], Any] | None = None
-    """Recurrent policies only: the ``purerl.core.rollout.Memory`` that ``B`` new episodes
-    start from. ``act`` then takes the memory as a fifth argument and returns ``(actions,
-    hidden)``, the cell's state after the step; ``policy_step`` and ``observe`` carry it."""
+__all__ = [
+    "Algo",
+    "AlgoSpec",
+    "Made",
+    "concrete_hparams",
+    "for_config",
+    "get",
+    "hparams_class",
+    "hparams_from_config",
+    "initial_memory",
+    "names",
+    "observe",
+    "policy_step",
+    "register",
+    "unregister",
+]
 
 
-def initial_memory(algo: Algo, num_envs: int) -> Any:
-    """The memory ``num_envs`` new episodes start from (None for a feed-forward policy)."""
-    return None if algo.initial_memory is None else algo.initial_memory(num_envs)
+class Made(NamedTuple):
+    """An algorithm built for a configuration, and the environment it steps."""
 
-
-def policy_step(
-    algo: Algo, state: Any, obs: Array, key: Key, greedy: bool, memory: Any
-) -> tuple[Array, Any]:
-    """``algo.act`` for any policy: actions for ``obs`` ``[B, ...]`` and the memory after them
-    (``memory`` from ``initial_memory`` or the last ``observe``)."""
-    if memory is None:
-        return algo.act(state, obs, key, greedy), None
-    actions, hidden = algo.act(state, obs, key, greedy, memory)
-    return actions, memory._replace(hidden=hidden)
-
-
-def observe(memory: Any, out: Any, autoreset: str) -> Any:
-    """The memory after an environment step ``out`` (a ``Step``): marks where the next
-    observation begins an episode, so the policy forgets the last one there."""
-    from purerl.core.rollout import episode_starts
-
-    return None if memory is None else memory._replace(start=episode_starts(out, autoreset))
-
-
-def concrete_hparams(hparams_cls: type, cfg: Any) -> Any:
-    """The traced hyperparameters of ``cfg`` as NumPy float32 scalars, the form ``Algo.hparams``
-    takes: concrete even when the algorithm is built inside a trace, and hashable, so an
-    ``Algo`` can key a cache of compiled programs."""
-    return hparams_cls(*(np.float32(getattr(cfg, name)) for name in hparams_cls._fields))
-
-
-def hparams_from_config(hparams_cls: type, cfg: Any) -> Any:
-    """The traced hyperparameters of ``cfg`` as float32 JAX arrays, the form ``init`` puts in
-    the state; each algorithm's hparams NamedTuple exposes it as ``from_config``."""
-    return jax.tree.map(jnp.asarray, concrete_hparams(hparams_cls, cfg))
+    env: Environment
+    algo: Algo
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,9 +75,10 @@ class AlgoSpec:
     smoke: Any
     """A configuration that trains in seconds on a CPU: ``purerl doctor`` and the shared
     invariant tests run it."""
-    run_options_cls: type | None = None
-    """``purerl.options.RunOptions`` or a subclass adding this algorithm's run flags (DQN: the
-    replay buffer in checkpoints); None means the plain ``RunOptions``."""
+    excludable: tuple[str, ...] = ()
+    """State fields a checkpoint may leave out at the user's choice (``("buffer",)``: a replay
+    buffer, which a resumed run then refills); ``purerl.options.options_for`` gives each a
+    run option."""
 
     @property
     def traced(self) -> tuple[str, ...]:
@@ -136,13 +89,31 @@ class AlgoSpec:
     def presets(self) -> Mapping[str, Any]:
         return importlib.import_module(self.presets_module).PRESETS
 
-    @property
-    def options_cls(self) -> type:
-        if self.run_options_cls is not None:
-            return self.run_options_cls
-        from purerl.options import RunOptions
+    def make(
+        self,
+        cfg: Any,
+        env: Any = None,
+        num_envs: int | None = None,
+        axis_name: str | None = None,
+    ) -> Made:
+        """The environment of ``cfg`` and this algorithm built on it: the one way purerl goes
+        from a configuration to an algorithm (training, evaluation, sweeps, loading a run).
 
-        return RunOptions
+        Args:
+            cfg: a configuration of this algorithm.
+            env: an environment object (or ``(env, params)``) to build instead of ``cfg.env``.
+            num_envs: environments to build instead of ``cfg.num_envs`` (a device's share, an
+                evaluation's episodes).
+            axis_name: the mapped axis gradients and metrics are averaged over (data
+                parallelism), or None.
+
+        Raises:
+            ConfigError: an environment or configuration this algorithm cannot train.
+        """
+        from purerl import envs
+
+        built = envs.from_config(cfg, num_envs, env=env)
+        return Made(built, self.build(cfg, built, axis_name=axis_name))
 
     def base_config(self, env_id: str | None = None, preset: str | None = None) -> Any:
         """The configuration flags apply to: a named preset, the preset of ``env_id``, or the

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config
+from purerl.algos import AlgoSpec
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -26,19 +26,20 @@ from purerl.config import (
     require_network,
     require_positive,
     require_unit_interval,
+    traced,
 )
 from purerl.core import buffers
+from purerl.core.algo import Algo, concrete_hparams, hparams_class
 from purerl.core.distributions import EpsilonGreedy
+from purerl.core.env import Environment
 from purerl.core.nets import QNetwork, make_q_network
 from purerl.core.ops.losses import TDLoss, masked_mean, td_loss
 from purerl.core.ops.optim import current_lr, linear_schedule, make_optimizer
 from purerl.core.ops.returns import q_learning_targets
 from purerl.core.ops.sgd import fold_in_axis, pmean, sgd_step
 from purerl.core.rollout import PolicyStep, collect
+from purerl.core.stats import summarize
 from purerl.core.types import Array, Key, Metrics, PyTree
-from purerl.envs.base import Environment
-from purerl.envs.stats import summarize
-from purerl.options import ReplayRunOptions
 
 MAX_DQN_STEPS = 2**31 - 1
 """Environment steps are counted in int32 inside the update."""
@@ -62,21 +63,21 @@ class DQNConfig(CommonConfig):
     """Environment steps taken before the first gradient step."""
     target_update_period: int = 500
     """Environment steps between target-network updates."""
-    tau: float = 1.0
+    tau: float = traced(1.0)
     """Target update rate: 1 copies the online network, below 1 is Polyak averaging."""
-    lr: float = 2.5e-4
+    lr: float = traced(2.5e-4)
     """Adam learning rate."""
     anneal_lr: bool = False
     """Decay the learning rate linearly to 0 over the run's gradient steps."""
-    gamma: float = 0.99
+    gamma: float = traced(0.99)
     """Discount factor."""
-    eps_start: float = 1.0
+    eps_start: float = traced(1.0)
     """Exploration rate at the start."""
-    eps_end: float = 0.05
+    eps_end: float = traced(0.05)
     """Exploration rate after the decay."""
-    exploration_fraction: float = 0.5
+    exploration_fraction: float = traced(0.5)
     """Share of total_timesteps over which epsilon decays linearly from eps_start to eps_end."""
-    max_grad_norm: float = 10.0
+    max_grad_norm: float = traced(10.0)
     """Gradients are rescaled so their global norm is at most this."""
     loss: TDLoss = "mse"
     """TD loss: mse (half squared error) or huber (threshold 1)."""
@@ -146,18 +147,8 @@ class DQNConfig(CommonConfig):
         require_network(self)
 
 
-class DQNHparams(NamedTuple):
-    """The numeric hyperparameters, as traced float32 scalars so they can be vmapped over."""
-
-    lr: Array
-    gamma: Array
-    eps_start: Array
-    eps_end: Array
-    exploration_fraction: Array
-    tau: Array
-    max_grad_norm: Array
-
-    from_config = classmethod(hparams_from_config)
+DQNHparams = hparams_class(DQNConfig, "DQNHparams")
+"""The traced hyperparameters: ``DQNConfig``'s fields marked ``traced``."""
 
 
 class ReplayItem(NamedTuple):
@@ -360,10 +351,6 @@ def learning_metrics(metrics: Metrics, learned: Array) -> Metrics:
     return out
 
 
-DQNRunOptions = ReplayRunOptions
-"""DQN's run options (the replay buffer in checkpoints), shared with SAC and TD3."""
-
-
 SPEC = AlgoSpec(
     name="dqn",
     summary="Deep Q-Networks: replay buffer in device memory, target network, (Double) DQN",
@@ -381,5 +368,5 @@ SPEC = AlgoSpec(
         hidden_sizes=(16,),
         total_timesteps=4 * 8 * 6,
     ),
-    run_options_cls=ReplayRunOptions,
+    excludable=("buffer",),
 )

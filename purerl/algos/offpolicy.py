@@ -32,15 +32,16 @@ from purerl.config import (
     require_network,
     require_positive,
     require_unit_interval,
+    traced,
 )
 from purerl.core import buffers
+from purerl.core.env import Box, Environment
 from purerl.core.nets import Critics, action_range
 from purerl.core.ops.losses import critics_loss, masked_mean
 from purerl.core.ops.sgd import fold_in_axis, pmean
 from purerl.core.rollout import PolicyStep, collect
+from purerl.core.stats import summarize
 from purerl.core.types import Array, Key, Metrics, PyTree
-from purerl.envs.base import Box, Environment
-from purerl.envs.stats import summarize
 
 MAX_STEPS = 2**31 - 1
 """Environment and gradient steps are counted in int32 inside the update."""
@@ -67,13 +68,13 @@ class OffPolicyConfig(CommonConfig):
     """Transitions per gradient step."""
     learning_starts: int = 5_000
     """Environment steps of uniformly random actions before the first gradient step."""
-    gamma: float = 0.99
+    gamma: float = traced(0.99)
     """Discount factor."""
-    tau: float = 0.005
+    tau: float = traced(0.005)
     """Polyak rate of the target networks (1 copies)."""
-    policy_lr: float = 3e-4
+    policy_lr: float = traced(3e-4)
     """Adam learning rate of the actor."""
-    q_lr: float = 1e-3
+    q_lr: float = traced(1e-3)
     """Adam learning rate of the critics."""
     policy_frequency: int = 2
     """Gradient steps between policy updates (delayed policy updates)."""

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config
+from purerl.algos import AlgoSpec
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -23,7 +23,10 @@ from purerl.config import (
     require_network,
     require_positive,
     require_unit_interval,
+    traced,
 )
+from purerl.core.algo import Algo, concrete_hparams, hparams_class
+from purerl.core.env import Environment
 from purerl.core.nets import ActorCritic, RecurrentActorCritic, make_actor_critic
 from purerl.core.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
 from purerl.core.ops.optim import current_lr, make_optimizer
@@ -49,9 +52,8 @@ from purerl.core.rollout import (
     recurrent_rollout_values,
     rollout_values,
 )
+from purerl.core.stats import summarize
 from purerl.core.types import Array, Key, Metrics, PyTree
-from purerl.envs.base import Environment
-from purerl.envs.stats import summarize
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,23 +66,23 @@ class PPOConfig(MemoryConfig, CommonConfig):
     """Passes over each rollout."""
     num_minibatches: int = 4
     """Minibatches per pass; must divide num_envs * rollout_len."""
-    lr: float = 2.5e-4
+    lr: float = traced(2.5e-4)
     """Adam learning rate."""
     anneal_lr: bool = True
     """Decay the learning rate linearly to 0 over the run."""
-    gamma: float = 0.99
+    gamma: float = traced(0.99)
     """Discount factor."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = traced(0.95)
     """GAE lambda (Schulman et al. 2016)."""
-    clip_eps: float = 0.2
+    clip_eps: float = traced(0.2)
     """Ratio clip of the surrogate (Schulman et al. 2017, eq. 7); also clips the value update."""
     clip_value_loss: bool = True
     """Clip the value update around the value at collection time."""
-    ent_coef: float = 0.01
+    ent_coef: float = traced(0.01)
     """Weight of the entropy bonus."""
-    vf_coef: float = 0.5
+    vf_coef: float = traced(0.5)
     """Weight of the value loss."""
-    max_grad_norm: float = 0.5
+    max_grad_norm: float = traced(0.5)
     """Gradients are rescaled so their global norm is at most this."""
     normalize_advantages: bool = True
     """Standardise advantages within each minibatch."""
@@ -117,18 +119,8 @@ class PPOConfig(MemoryConfig, CommonConfig):
         self.check_memory()
 
 
-class PPOHparams(NamedTuple):
-    """The numeric hyperparameters, as traced float32 scalars so they can be vmapped over."""
-
-    lr: Array
-    gamma: Array
-    gae_lambda: Array
-    clip_eps: Array
-    ent_coef: Array
-    vf_coef: Array
-    max_grad_norm: Array
-
-    from_config = classmethod(hparams_from_config)
+PPOHparams = hparams_class(PPOConfig, "PPOHparams")
+"""The traced hyperparameters: ``PPOConfig``'s fields marked ``traced``."""
 
 
 class PPOState(NamedTuple):

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config
+from purerl.algos import AlgoSpec
 from purerl.config import (
     Activation,
     CommonConfig,
@@ -27,8 +27,11 @@ from purerl.config import (
     require_network,
     require_positive,
     require_unit_interval,
+    traced,
 )
+from purerl.core.algo import Algo, concrete_hparams, hparams_class
 from purerl.core.distributions import EpsilonGreedy
+from purerl.core.env import Environment
 from purerl.core.nets import QNetwork, RecurrentQNetwork, make_q_network
 from purerl.core.ops.losses import masked_mean, td_loss
 from purerl.core.ops.optim import Optimizer, current_lr, linear_schedule, make_optimizer
@@ -54,9 +57,8 @@ from purerl.core.rollout import (
     recurrent_rollout_values,
     rollout_values,
 )
+from purerl.core.stats import summarize
 from purerl.core.types import Array, Key, Metrics, PyTree
-from purerl.envs.base import Environment
-from purerl.envs.stats import summarize
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,23 +74,23 @@ class PQNConfig(MemoryConfig, CommonConfig):
     """Passes over each rollout."""
     num_minibatches: int = 4
     """Minibatches per pass; must divide num_envs * rollout_len."""
-    lr: float = 2.5e-4
+    lr: float = traced(2.5e-4)
     """Learning rate."""
     anneal_lr: bool = True
     """Decay the learning rate linearly to 0 over the run."""
     optimizer: Optimizer = "radam"
     """radam (as PQN's reference implementations) or adam."""
-    gamma: float = 0.99
+    gamma: float = traced(0.99)
     """Discount factor."""
-    q_lambda: float = 0.65
+    q_lambda: float = traced(0.65)
     """Lambda of the Q(lambda) targets: 0 one-step Q-learning, 1 Monte Carlo returns."""
-    eps_start: float = 1.0
+    eps_start: float = traced(1.0)
     """Exploration rate at the start."""
-    eps_end: float = 0.05
+    eps_end: float = traced(0.05)
     """Exploration rate after the decay."""
-    exploration_fraction: float = 0.5
+    exploration_fraction: float = traced(0.5)
     """Share of total_timesteps over which epsilon decays linearly from eps_start to eps_end."""
-    max_grad_norm: float = 10.0
+    max_grad_norm: float = traced(10.0)
     """Gradients are rescaled so their global norm is at most this."""
     layer_norm: bool = True
     """LayerNorm before every hidden activation of the Q-network (what keeps PQN stable)."""
@@ -121,18 +123,8 @@ class PQNConfig(MemoryConfig, CommonConfig):
         self.check_memory()
 
 
-class PQNHparams(NamedTuple):
-    """The numeric hyperparameters, as traced float32 scalars so they can be vmapped over."""
-
-    lr: Array
-    gamma: Array
-    q_lambda: Array
-    eps_start: Array
-    eps_end: Array
-    exploration_fraction: Array
-    max_grad_norm: Array
-
-    from_config = classmethod(hparams_from_config)
+PQNHparams = hparams_class(PQNConfig, "PQNHparams")
+"""The traced hyperparameters: ``PQNConfig``'s fields marked ``traced``."""
 
 
 class PQNState(NamedTuple):

@@ -19,24 +19,24 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config, offpolicy
+from purerl.algos import AlgoSpec, offpolicy
 from purerl.algos.offpolicy import OffPolicyConfig, ReplayItem
-from purerl.config import require_positive
+from purerl.config import require_positive, traced
 from purerl.core import buffers
+from purerl.core.algo import Algo, concrete_hparams, hparams_class
+from purerl.core.env import Environment
 from purerl.core.nets import Critics, SquashedGaussianActor, make_continuous_nets
 from purerl.core.ops.losses import masked_mean
 from purerl.core.ops.returns import clipped_double_q_targets
 from purerl.core.ops.sgd import fold_in_axis, pmean
 from purerl.core.types import Array, Key, PyTree
-from purerl.envs.base import Environment
-from purerl.options import ReplayRunOptions
 
 
 @dataclasses.dataclass(frozen=True)
 class SACConfig(OffPolicyConfig):
     """SAC hyperparameters; defaults are CleanRL's sac_continuous_action (MuJoCo, 1 env)."""
 
-    alpha: float = 1.0
+    alpha: float = traced(1.0)
     """Entropy coefficient: its starting value with --autotune (CleanRL starts log alpha at 0,
     alpha 1), its fixed value without."""
     autotune: bool = True
@@ -48,16 +48,8 @@ class SACConfig(OffPolicyConfig):
         require_positive(self, "alpha")
 
 
-class SACHparams(NamedTuple):
-    """The numeric hyperparameters, as traced float32 scalars so they can be vmapped over."""
-
-    gamma: Array
-    tau: Array
-    policy_lr: Array
-    q_lr: Array
-    alpha: Array
-
-    from_config = classmethod(hparams_from_config)
+SACHparams = hparams_class(SACConfig, "SACHparams")
+"""The traced hyperparameters: ``SACConfig``'s fields marked ``traced``."""
 
 
 class SACParams(NamedTuple):
@@ -258,5 +250,5 @@ SPEC = AlgoSpec(
         hidden_sizes=(16,),
         total_timesteps=4 * 8 * 6,
     ),
-    run_options_cls=ReplayRunOptions,
+    excludable=("buffer",),
 )

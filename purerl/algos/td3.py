@@ -19,17 +19,17 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from purerl.algos import Algo, AlgoSpec, concrete_hparams, hparams_from_config, offpolicy
+from purerl.algos import AlgoSpec, offpolicy
 from purerl.algos.offpolicy import OffPolicyConfig, ReplayItem
-from purerl.config import require_positive
+from purerl.config import require_positive, traced
 from purerl.core import buffers
+from purerl.core.algo import Algo, concrete_hparams, hparams_class
+from purerl.core.env import Environment
 from purerl.core.nets import Critics, DeterministicActor, action_range, make_continuous_nets
 from purerl.core.ops.losses import masked_mean
 from purerl.core.ops.returns import clipped_double_q_targets
 from purerl.core.ops.sgd import fold_in_axis, pmean
 from purerl.core.types import Array, Key, PyTree
-from purerl.envs.base import Environment
-from purerl.options import ReplayRunOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,15 +38,15 @@ class TD3Config(OffPolicyConfig):
 
     learning_starts: int = 25_000
     """Environment steps of uniformly random actions before the first gradient step."""
-    policy_lr: float = 3e-4
+    policy_lr: float = traced(3e-4)
     """Adam learning rate of the actor."""
-    q_lr: float = 3e-4
+    q_lr: float = traced(3e-4)
     """Adam learning rate of the critics."""
-    exploration_noise: float = 0.1
+    exploration_noise: float = traced(0.1)
     """Standard deviation of the Gaussian exploration noise, in action half-widths."""
-    policy_noise: float = 0.2
+    policy_noise: float = traced(0.2)
     """Standard deviation of the target policy smoothing noise, in action half-widths."""
-    noise_clip: float = 0.5
+    noise_clip: float = traced(0.5)
     """The smoothing noise is clipped to +- this, in action half-widths."""
 
     def check(self) -> None:
@@ -54,18 +54,8 @@ class TD3Config(OffPolicyConfig):
         require_positive(self, "exploration_noise", "policy_noise", "noise_clip")
 
 
-class TD3Hparams(NamedTuple):
-    """The numeric hyperparameters, as traced float32 scalars so they can be vmapped over."""
-
-    gamma: Array
-    tau: Array
-    policy_lr: Array
-    q_lr: Array
-    exploration_noise: Array
-    policy_noise: Array
-    noise_clip: Array
-
-    from_config = classmethod(hparams_from_config)
+TD3Hparams = hparams_class(TD3Config, "TD3Hparams")
+"""The traced hyperparameters: ``TD3Config``'s fields marked ``traced``."""
 
 
 class TD3Params(NamedTuple):
@@ -219,5 +209,5 @@ SPEC = AlgoSpec(
         hidden_sizes=(16,),
         total_timesteps=4 * 8 * 6,
     ),
-    run_options_cls=ReplayRunOptions,
+    excludable=("buffer",),
 )

@@ -33,7 +33,7 @@ class EnvsArgs:
 
 
 def describe_space(space) -> str:
-    from purerl.envs.base import Discrete
+    from purerl.core.env import Discrete
 
     if isinstance(space, Discrete):
         return f"Discrete({space.num_actions})"

@@ -30,8 +30,8 @@ from purerl.config import ConfigError
 from purerl.core import parallel
 from purerl.core.parallel import Placement
 from purerl.core.report import Sink
+from purerl.extras import import_extra
 from purerl.options import hint
-from purerl.run.extras import import_extra
 from purerl.run.rundir import create_run_dir, default_run_dir, write_json
 from purerl.run.sinks import ProgressSink
 from purerl.runtime import enable_compilation_cache

@@ -22,7 +22,7 @@ from purerl import algos
 from purerl.algos import AlgoSpec, preset_names
 from purerl.cli.parsing import UsageError, parse, peek, wrap_lines
 from purerl.config import ConfigError, flag
-from purerl.options import hint
+from purerl.options import hint, options_for
 from purerl.run import rundir
 from purerl.run.session import TrainRequest, cpu_split_hint, merge_resume_options, prepare
 from purerl.run.session import describe as describe_setup
@@ -65,8 +65,8 @@ def args_class(spec: AlgoSpec, header: str) -> type:
             ),
             (
                 "run",
-                Annotated[spec.options_cls, tyro.conf.OmitArgPrefixes],
-                dataclasses.field(default=spec.options_cls()),
+                Annotated[options_for(spec), tyro.conf.OmitArgPrefixes],
+                dataclasses.field(default=options_for(spec)()),
             ),
         ],
         bases=(Sources,),
@@ -89,7 +89,7 @@ def base(spec: AlgoSpec, argv: Sequence[str]) -> tuple[Any, Any, str]:
                 f"{record.algo} {'--resume' if resume else '--config'} {source}"
             )
         cfg = record.make_config(spec.config_cls, Path(source))
-        options = record.make_options(spec.options_cls) if resume else spec.options_cls()
+        options = record.make_options(options_for(spec)) if resume else options_for(spec)()
         what = "the resumed run" if resume else f"the configuration saved in {source}"
         return cfg, options, f"{spec.summary}. Defaults: {what}."
     preset = peek(argv, "--preset")
@@ -101,7 +101,7 @@ def base(spec: AlgoSpec, argv: Sequence[str]) -> tuple[Any, Any, str]:
         start = f"preset {cfg.env}"
     else:
         start = f"the defaults on {cfg.env} (no preset for it)"
-    return cfg, spec.options_cls(), f"{spec.summary}. Defaults: {start}."
+    return cfg, options_for(spec)(), f"{spec.summary}. Defaults: {start}."
 
 
 def description(spec: AlgoSpec, prog: str) -> str:

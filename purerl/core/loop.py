@@ -20,12 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.algos import Algo
 from purerl.config import MAX_UPDATES
+from purerl.core.algo import Algo
 from purerl.core.parallel import Placement, fetch, place, replicas_fingerprints
 from purerl.core.report import ChunkReport, Sink, emit
+from purerl.core.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 from purerl.core.types import Array, Key, Metrics
-from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 
 S = TypeVar("S")
 

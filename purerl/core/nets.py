@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.core.distributions import Categorical, DiagGaussian, Distribution, SquashedGaussian
+from purerl.core.env import ActionSpace, Box, Discrete, EnvSpec
 from purerl.core.ops.conv import conv2d
 from purerl.core.types import Array
-from purerl.envs.base import ActionSpace, Box, Discrete, EnvSpec
 
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "swish": nn.swish}
 PRECISIONS = {"fp32": jnp.float32, "bf16": jnp.bfloat16}

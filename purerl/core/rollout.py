@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from purerl.core.env import Environment, Step
 from purerl.core.types import Array, Key, PyTree, Transition
-from purerl.envs.base import Environment, Step
 
 
 class PolicyStep(NamedTuple):

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from purerl.config import ConfigError
+from purerl.core.env import Box, Discrete, Environment, EnvSpec, InvalidEnvError, Step
 from purerl.envs import custom
-from purerl.envs.base import Box, Discrete, Environment, EnvSpec, InvalidEnvError, Step
 from purerl.envs.wrappers import (
     AutoReset,
     ClipAction,

@@ -41,8 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.config import ConfigError
+from purerl.core.env import Box, EnvSpec, Step, no_episodes
 from purerl.core.types import Array, Key
-from purerl.envs.base import Box, EnvSpec, Step, no_episodes
 
 BRAX_ENVS = (
     "ant", "fast", "halfcheetah", "hopper", "humanoid", "humanoidstandup",
@@ -195,7 +195,7 @@ def render_failure(err: BaseException, notes: list[str] | None = None) -> str:
 
 def import_brax_envs(env_id: str) -> Any:
     """``brax.envs``, or a one-line ``MissingExtraError`` naming the extra to install."""
-    from purerl.run.extras import import_extra
+    from purerl.extras import import_extra
 
     # mujoco's MJX prints "Failed to import warp" on stdout when the optional NVIDIA Warp
     # backend is absent; stdout carries tables (`purerl envs`), so the notice is dropped.

@@ -4,7 +4,7 @@ returns one.
 An environment is any object of the gymnax interface (``purerl.envs.gymnax``: ``reset``,
 ``step``, ``observation_space``, ``action_space``, ``default_params``), adapted by the code that
 adapts gymnax's own environments, or an object of purerl's own ``Environment`` interface
-(``purerl.envs.base``: a single, pure, auto-resetting environment). An ``(env, params)`` pair
+(``purerl.core.env``: a single, pure, auto-resetting environment). An ``(env, params)`` pair
 trains ``env`` with those parameters instead of its ``default_params``.
 
 A factory string (``--env mypackage.envs:make_env``) is imported, and its factory called with no
@@ -26,7 +26,7 @@ from typing import Any
 
 import jax
 
-from purerl.envs.base import Environment, EnvSpec, InvalidEnvError, Step
+from purerl.core.env import Environment, EnvSpec, InvalidEnvError, Step
 
 OBJECT_PREFIX = "object:"
 """Ids of environments given as objects: ``object:<module>.<qualified class name>``."""
@@ -186,7 +186,7 @@ def is_purerl_env(env: Any) -> bool:
 
 def check_purerl_env(env: Any, env_id: str) -> None:
     """Checks an environment of purerl's own interface by tracing ``reset`` and ``step``."""
-    from purerl.envs.base import Discrete, action_dtype
+    from purerl.core.env import Discrete, action_dtype
     from purerl.envs.gymnax import check_obs, traced
 
     spec, name = env.spec, f"{env_id}: {type(env).__name__}"

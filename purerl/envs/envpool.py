@@ -52,9 +52,9 @@ import numpy as np
 from jax.experimental import io_callback
 
 from purerl.config import type_problem
+from purerl.core import stats
+from purerl.core.env import EnvSpec, Step, action_space_from
 from purerl.core.types import Array, Key
-from purerl.envs import stats
-from purerl.envs.base import EnvSpec, Step, action_space_from
 from purerl.envs.mujoco import (
     is_mujoco,
     mujoco_gl_context,

@@ -25,8 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.core.types import Array, Key
-from purerl.envs.base import (
+from purerl.core.env import (
     Discrete,
     EnvSpec,
     InvalidEnvError,
@@ -35,6 +34,7 @@ from purerl.envs.base import (
     action_space_from,
     no_episodes,
 )
+from purerl.core.types import Array, Key
 
 STEP_FORMS = "(obs, state, reward, terminated, truncated, info) or (obs, state, reward, done, info)"
 

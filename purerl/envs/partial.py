@@ -19,8 +19,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from purerl.core.env import Environment, EnvSpec, Step
 from purerl.core.types import Array, Key
-from purerl.envs.base import Environment, EnvSpec, Step
 from purerl.envs.gymnax import make_gymnax
 from purerl.envs.wrappers import Wrapper
 

@@ -73,7 +73,7 @@ class PlaygroundEnv(BraxEnv):
 
 def import_playground(env_id: str) -> Any:
     """``mujoco_playground.registry``, or a one-line ``MissingExtraError`` naming the extra."""
-    from purerl.run.extras import import_extra
+    from purerl.extras import import_extra
 
     # Warp and MJX print notices on stdout, which carries tables (`purerl envs`).
     with contextlib.redirect_stdout(io.StringIO()):

@@ -23,8 +23,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from purerl.core.env import Discrete, EnvSpec, Step, no_episodes
 from purerl.core.types import Array, Key
-from purerl.envs.base import Discrete, EnvSpec, Step, no_episodes
 
 
 class ProbeState(NamedTuple):

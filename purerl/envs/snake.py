@@ -36,8 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.core.env import Discrete, EnvSpec, Step, no_episodes
 from purerl.core.types import Array, Key
-from purerl.envs.base import Discrete, EnvSpec, Step, no_episodes
 
 DIRECTION_DELTAS = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]], np.int32)
 """``(d_row, d_col)`` of up, right, down, left: clockwise, so a right turn is ``+1 mod 4``."""

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from purerl.core import stats
+from purerl.core.env import Box, Environment, EnvSpec, Step
 from purerl.core.ops.normalize import (
     RunningMeanStd,
     init_running_stats,
@@ -21,8 +23,6 @@ from purerl.core.ops.normalize import (
     update_running_stats,
 )
 from purerl.core.types import Array, Key
-from purerl.envs import stats
-from purerl.envs.base import Box, Environment, EnvSpec, Step
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,6 @@
 | ``plots``, ``compare`` | learning-curve PNGs and comparison tables |
 | ``evaluate``, ``policy``, ``video`` | trained agents from checkpoints: returns, policies, videos |
 | ``signals``, ``capacity`` | Ctrl-C and SIGTERM; memory and disk checks |
-| ``extras`` | optional packages, with the pip command that installs them |
 
 Everything here may use the compute core (``purerl.core``); nothing there uses this.
 """

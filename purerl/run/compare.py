@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
+from purerl.core.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 from purerl.run.rundir import Run
 
 

@@ -23,6 +23,7 @@ from purerl import envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import USER_ERRNOS, ConfigError, flag
 from purerl.core import parallel
+from purerl.core.env import Environment
 from purerl.core.loop import (
     CheckpointPolicy,
     Evaluation,
@@ -34,7 +35,8 @@ from purerl.core.loop import (
     train,
 )
 from purerl.core.report import Sink
-from purerl.envs.base import Environment
+from purerl.core.stats import FINAL_WINDOW_EPISODES
+from purerl.extras import import_extra
 from purerl.options import RESUMABLE, RunOptions
 from purerl.run import checkpoint, rundir
 from purerl.run.capacity import (
@@ -44,7 +46,6 @@ from purerl.run.capacity import (
     out_of_memory_message,
     tree_bytes,
 )
-from purerl.run.extras import import_extra
 from purerl.run.signals import StopOnSignal, Stopped
 from purerl.run.sinks import ProgressSink, notify, warn
 from purerl.runtime import initialize_distributed
@@ -579,7 +580,7 @@ def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir
         final_mean_return=float(finite.mean()) if finite.size else None,
         final_std_return=float(finite.std()) if finite.size else None,
         per_seed_final_return=[float(x) if np.isfinite(x) else None for x in final],
-        final_return_window_episodes=envs.stats.FINAL_WINDOW_EPISODES,
+        final_return_window_episodes=FINAL_WINDOW_EPISODES,
         num_seeds=cfg.num_seeds,
         num_updates=done,
         env_steps_per_seed=steps_per_seed,

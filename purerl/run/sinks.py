@@ -15,7 +15,7 @@ from typing import IO, Any
 import numpy as np
 
 from purerl.core.report import ChunkReport
-from purerl.envs.stats import recent_mean_return
+from purerl.core.stats import recent_mean_return
 
 
 class ProgressSink:

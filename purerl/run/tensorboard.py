@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from purerl.core.report import ChunkReport
-from purerl.run.extras import import_extra
+from purerl.extras import import_extra
 from purerl.run.rundir import report_rows
 
 TENSORBOARD_EXTRA = "'purerl[tensorboard]'"

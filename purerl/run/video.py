@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl.config import ConfigError
-from purerl.run.extras import import_extra
+from purerl.extras import import_extra
 
 FORMATS = (".mp4", ".gif")
 """File suffixes ``write_video`` writes."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from purerl.core.report import ChunkReport
-from purerl.run.extras import import_extra
+from purerl.extras import import_extra
 from purerl.run.rundir import report_rows
 from purerl.run.tensorboard import number_or_none
 

@@ -22,8 +22,8 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from purerl.extras import import_extra
 from purerl.options import hint
-from purerl.run.extras import import_extra
 from purerl.search.plan import SearchPlan
 from purerl.search.results import DONE, Row, SearchProgress
 from purerl.search.sweep import ConfigResult

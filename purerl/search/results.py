@@ -17,6 +17,7 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 
 from purerl import algos
+from purerl.options import options_for
 from purerl.run.compare import format_return, markdown_table
 from purerl.run.rundir import ConfigRecord, write_json
 from purerl.search.plan import describe, format_value
@@ -131,7 +132,7 @@ def write_results(search_dir: Path, spec: SearchSpec, rows: list[Row]) -> Row | 
     best = ranked(rows)[0] if rows else None
     if best is None or not math.isfinite(best.result.mean):
         return None
-    options = algos.get(spec.algo).options_cls()
+    options = options_for(algos.get(spec.algo))()
     record = ConfigRecord.new(spec.algo, best.result.config, options)
     write_json(search_dir / "best_config.json", record.to_json())
     return best

@@ -28,7 +28,7 @@ from purerl.core import parallel
 from purerl.core.loop import HISTORY_KEYS, Agent, Snapshot, TrainResult, init_agents, train
 from purerl.core.parallel import Placement
 from purerl.core.report import ChunkReport, Sink
-from purerl.envs.stats import FINAL_WINDOW_EPISODES, recent_mean_return
+from purerl.core.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 
 NONFINITE_LOSS = "sweep/nonfinite_loss"
 """Per-update metric of a sweep: the agent's loss was NaN or infinite after a gradient step."""

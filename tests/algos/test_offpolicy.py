@@ -13,7 +13,7 @@ import pytest
 from purerl import algos, envs
 from purerl.algos.td3 import smoothed_target_actions
 from purerl.config import ConfigError
-from purerl.envs.base import Box
+from purerl.core.env import Box
 from tests.helpers import leaves_equal
 
 

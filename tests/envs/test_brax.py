@@ -18,7 +18,7 @@ import pytest
 import purerl
 from purerl import envs
 from purerl.envs import brax as brax_adapter
-from purerl.run.extras import MissingExtraError
+from purerl.extras import MissingExtraError
 from tests.helpers import ROOT
 
 DT = 0.02

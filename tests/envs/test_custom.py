@@ -19,7 +19,7 @@ from gymnax.environments import spaces
 import purerl
 from purerl import envs
 from purerl.config import ConfigError
-from purerl.envs.base import action_space_from
+from purerl.core.env import action_space_from
 from purerl.envs.probes import make_probe
 from purerl.envs.wrappers import AutoReset
 from purerl.run.rundir import default_run_dir

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from purerl import envs
-from purerl.envs.base import Box, Discrete
+from purerl.core.env import Box, Discrete
 from purerl.envs.wrappers import NormalizeObservation, RecordEpisodeStats, ScaleReward
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
 

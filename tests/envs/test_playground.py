@@ -20,7 +20,7 @@ import purerl
 from purerl import envs
 from purerl.envs import playground as playground_adapter
 from purerl.envs.brax import box_spec
-from purerl.run.extras import MissingExtraError
+from purerl.extras import MissingExtraError
 from tests.envs.test_brax import make_roll
 from tests.helpers import ROOT
 

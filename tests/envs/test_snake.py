@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from purerl import envs
-from purerl.envs.base import Discrete
+from purerl.core.env import Discrete
 from purerl.envs.snake import (
     FEATURE_NAMES,
     PALETTE,

@@ -1,8 +1,8 @@
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.core.stats import accumulate, init_accumulator, recent_mean_return, summarize
 from purerl.core.types import EpisodeStats
-from purerl.envs.stats import accumulate, init_accumulator, recent_mean_return, summarize
 
 
 def test_hand_driven_episode_sequence_reports_exact_returns():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from purerl import envs
-from purerl.envs.base import Discrete, EnvSpec, Step, no_episodes
+from purerl.core.env import Discrete, EnvSpec, Step, no_episodes
 from purerl.envs.gymnax import make_gymnax
 from purerl.envs.wrappers import (
     ClipAction,

@@ -9,7 +9,8 @@ import pytest
 from benchmarks import reference_rnn_ppo
 from benchmarks.tests.runs import run_module
 from purerl import envs
-from purerl.algos.ppo import PPOBatch, PPOConfig, PPOHparams, ppo_loss
+from purerl.algos.ppo import PPOBatch, PPOConfig, PPOHparams, ppo_loss, state_value
+from purerl.core.memory import Recurrent
 from purerl.core.nets import make_actor_critic
 from purerl.core.ops.normalize import init_running_stats, update_running_stats
 from purerl.core.ops.sgd import split_sequences
@@ -84,8 +85,9 @@ def test_reference_rnn_ppo_loss_equals_purerls():
         params = network.init(jax.random.key(0), hidden[0], data.obs[:1], start[:1])
         seqs = split_sequences(data, hidden[:-1], start, length)
         seqs = jax.tree.map(lambda x: x[chosen], seqs)
-        ours, _ = ppo_loss(params, seqs, network=network, hparams=PPOHparams.from_config(cfg),
-                           normalize_adv=True, clip_value=True)  # fmt: skip
+        outputs, flat = Recurrent(network, state_value, "gru", size).evaluate(params, seqs)
+        ours, _ = ppo_loss(outputs, flat, PPOHparams.from_config(cfg), normalize_adv=True,
+                           clip_value=True)  # fmt: skip
 
         def cut(x):
             return reference_rnn_ppo.to_sequences(x, length)[:, chosen]

@@ -11,67 +11,30 @@ import dataclasses
 import functools
 from typing import Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
-
 from purerl.algos import AlgoSpec
-from purerl.config import (
-    Activation,
-    CommonConfig,
-    ConfigError,
-    MemoryConfig,
-    require_network,
-    require_positive,
-    require_unit_interval,
-    traced,
+from purerl.algos.onpolicy import (
+    SMOKE,
+    Behaviour,
+    Learner,
+    OnPolicyConfig,
+    OnPolicyState,
+    make_onpolicy,
 )
-from purerl.core.algo import Algo, concrete_hparams, hparams_class
+from purerl.config import require_positive, require_unit_interval, traced
+from purerl.core.algo import Algo, hparams_class
+from purerl.core.distributions import Distribution
 from purerl.core.env import Environment
-from purerl.core.nets import ActorCritic, RecurrentActorCritic, make_actor_critic
+from purerl.core.nets import make_actor_critic
 from purerl.core.ops.losses import masked_mean, normalize_advantages, ppo_policy_loss, value_loss
-from purerl.core.ops.optim import current_lr, make_optimizer
 from purerl.core.ops.returns import compute_gae
-from purerl.core.ops.sgd import (
-    Sequences,
-    flatten_time_batch,
-    fold_in_axis,
-    minibatch_epochs,
-    pmean,
-    replay_sequences,
-    split_sequences,
-    vary_over_axis,
-)
-from purerl.core.rollout import (
-    Memory,
-    PolicyStep,
-    Rollout,
-    RolloutValues,
-    collect,
-    fresh_memory,
-    init_network,
-    recurrent_rollout_values,
-    rollout_values,
-)
-from purerl.core.stats import summarize
-from purerl.core.types import Array, Key, Metrics, PyTree
+from purerl.core.rollout import PolicyStep, RolloutValues
+from purerl.core.types import Array, Key, Metrics, Transition
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(MemoryConfig, CommonConfig):
+class PPOConfig(OnPolicyConfig):
     """PPO hyperparameters; defaults are the CartPole-v1 preset."""
 
-    rollout_len: int = 128
-    """Steps per environment between updates."""
-    num_epochs: int = 4
-    """Passes over each rollout."""
-    num_minibatches: int = 4
-    """Minibatches per pass; must divide num_envs * rollout_len."""
-    lr: float = traced(2.5e-4)
-    """Adam learning rate."""
-    anneal_lr: bool = True
-    """Decay the learning rate linearly to 0 over the run."""
-    gamma: float = traced(0.99)
-    """Discount factor."""
     gae_lambda: float = traced(0.95)
     """GAE lambda (Schulman et al. 2016)."""
     clip_eps: float = traced(0.2)
@@ -82,58 +45,17 @@ class PPOConfig(MemoryConfig, CommonConfig):
     """Weight of the entropy bonus."""
     vf_coef: float = traced(0.5)
     """Weight of the value loss."""
-    max_grad_norm: float = traced(0.5)
-    """Gradients are rescaled so their global norm is at most this."""
     normalize_advantages: bool = True
     """Standardise advantages within each minibatch."""
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """Hidden layer widths of the actor and critic MLPs."""
-    layer_norm: bool = False
-    """LayerNorm before every hidden activation of the actor and critic torsos."""
-    activation: Activation = "tanh"
-    """Hidden activation."""
-
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.rollout_len
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
-
-    @property
-    def env_steps_per_update(self) -> int:
-        return self.batch_size
 
     def check(self) -> None:
-        require_positive(self, "rollout_len", "num_epochs", "num_minibatches", "lr", "clip_eps")
-        require_positive(self, "max_grad_norm")
-        require_unit_interval(self, "gamma", "gae_lambda")
-        if self.batch_size % self.num_minibatches:
-            raise ConfigError(
-                f"--num-minibatches {self.num_minibatches} does not divide the batch of "
-                f"{self.batch_size} (num_envs {self.num_envs} x rollout_len {self.rollout_len}); "
-                "pick a divisor of the batch"
-            )
-        require_network(self)
-        self.check_memory()
+        super().check()
+        require_positive(self, "clip_eps")
+        require_unit_interval(self, "gae_lambda")
 
 
 PPOHparams = hparams_class(PPOConfig, "PPOHparams")
 """The traced hyperparameters: ``PPOConfig``'s fields marked ``traced``."""
-
-
-class PPOState(NamedTuple):
-    params: PyTree
-    opt_state: Any
-    env_state: Any
-    obs: Array
-    """``[B, *obs_shape]`` observations to act on next."""
-    step: Array
-    """int32 count of updates done."""
-    hparams: PPOHparams
-    memory: Any = ()
-    """A recurrent network's ``Memory`` ``[B, ...]`` between updates (``()`` for an MLP)."""
 
 
 class PPOExtras(NamedTuple):
@@ -142,16 +64,8 @@ class PPOExtras(NamedTuple):
     log_prob: Array
 
 
-class RecurrentPPOExtras(NamedTuple):
-    """What a recurrent behaviour policy records with each action, ``[B]``: its value too,
-    computed on the way (it shares the torso)."""
-
-    log_prob: Array
-    value: Array
-
-
 class PPOBatch(NamedTuple):
-    """Flattened training data, ``[N, ...]`` with ``N = T * B``."""
+    """Training data: ``[T, B, ...]`` as collected, ``[N, ...]`` flat."""
 
     obs: Array
     action: Array
@@ -162,50 +76,52 @@ class PPOBatch(NamedTuple):
     valid: Array
 
 
-def act(network: ActorCritic, params: PyTree, obs: Array, key: Key) -> PolicyStep:
-    """Samples an action from the current policy and records its log-probability.
+def state_value(outputs: tuple[Distribution, Array]) -> Array:
+    """The critic's value in the network's outputs ``(dist, value)``."""
+    return outputs[1]
 
-    Values are not computed here: ``rollout.rollout_values`` evaluates the critic on the whole
-    rollout at once afterwards, which keeps the critic out of the sequential environment loop.
-    """
-    dist = network.apply(params, obs, method="policy_dist")
+
+def sample(outputs: tuple[Distribution, Array], key: Key) -> PolicyStep:
+    """Samples an action from the policy and records its log-probability."""
+    dist, _ = outputs
     action = dist.sample(key)
     return PolicyStep(action, PPOExtras(dist.log_prob(action)))
 
 
-def act_recurrent(
-    network: RecurrentActorCritic, params: PyTree, memory: Memory, obs: Array, key: Key
-) -> tuple[PyTree, PolicyStep]:
-    """``act`` for a recurrent network: one step from ``memory``; returns the cell's state."""
-    hidden, dist, value = network.apply(params, memory.hidden, obs[None], memory.start[None])
-    action = dist.sample(key)
-    return hidden, PolicyStep(action, RecurrentPPOExtras(dist.log_prob(action), value))
-
-
-def evaluate_batch(
-    network: ActorCritic | RecurrentActorCritic, params: PyTree, batch: PPOBatch | Sequences
-) -> tuple[Any, Array, PPOBatch]:
-    """The policy and values on a minibatch, with its data flat ``[N]`` in the same order: a
-    recurrent network replays each sequence from its recorded memory (time-major)."""
-    if isinstance(batch, Sequences):
-        (_, dist, values), flat = replay_sequences(functools.partial(network.apply, params), batch)
-        return dist, values, flat
-    dist, values = network.apply(params, batch.obs)
-    return dist, values, batch
+def training_data(traj: Transition, values: RolloutValues, hparams: Any) -> PPOBatch:
+    """GAE advantages and value targets of a rollout (truncated episodes bootstrap)."""
+    advantages, targets = compute_gae(
+        traj.reward,
+        values.values,
+        values.next_values,
+        traj.terminated,
+        traj.terminated | traj.truncated,
+        hparams.gamma,
+        hparams.gae_lambda,
+    )
+    return PPOBatch(
+        traj.obs,
+        traj.action,
+        traj.extras.policy.log_prob,
+        values.values,
+        advantages,
+        targets,
+        traj.valid,
+    )
 
 
 def ppo_loss(
-    params: PyTree,
-    batch: PPOBatch | Sequences,
+    outputs: tuple[Distribution, Array],
+    batch: PPOBatch,
+    hparams: Any,
     *,
-    network: ActorCritic | RecurrentActorCritic,
-    hparams: PPOHparams,
     normalize_adv: bool,
     clip_value: bool,
     axis_name: str | None = None,
 ) -> tuple[Array, Metrics]:
-    """Clipped surrogate + weighted value loss - weighted entropy, over valid entries."""
-    dist, values, batch = evaluate_batch(network, params, batch)
+    """Clipped surrogate + weighted value loss - weighted entropy, over valid entries, from the
+    network's ``(dist, values)`` on a flat minibatch ``[N]``."""
+    dist, values = outputs
     advantages = batch.advantage
     if normalize_adv:
         advantages = normalize_advantages(advantages, batch.valid, axis_name=axis_name)
@@ -228,8 +144,8 @@ def ppo_loss(
 
 def make_ppo(
     cfg: PPOConfig, env: Environment, env_params: Any = None, axis_name: str | None = None
-) -> Algo[PPOState]:
-    """Builds PPO for a vectorised environment.
+) -> Algo[OnPolicyState]:
+    """Builds PPO for a vectorised environment (``onpolicy.make_onpolicy``).
 
     Args:
         cfg: hyperparameters.
@@ -237,131 +153,22 @@ def make_ppo(
         env_params: environment parameters (default: ``env.default_params``).
         axis_name: mapped axis to average gradients and metrics over (data parallelism).
     """
-    num_envs = env.spec.num_envs
-    if num_envs is None:
-        raise ConfigError(f"PPO needs a vectorised environment; make {env.spec.id} with num_envs")
-    if (num_envs * cfg.rollout_len) % cfg.num_minibatches:
-        raise ConfigError(
-            f"--num-minibatches {cfg.num_minibatches} does not divide the per-device batch of "
-            f"{num_envs * cfg.rollout_len}"
-        )
-    recurrent = cfg.network != "mlp"
-    cfg.check_sequences(num_envs)
-    network = make_actor_critic(
-        env.spec,
-        cfg.hidden_sizes,
-        cfg.activation,
-        cfg.precision,
-        cfg.layer_norm,
-        cfg.network,
-        cfg.rnn_size,
+    loss = functools.partial(
+        ppo_loss,
+        normalize_adv=cfg.normalize_advantages,
+        clip_value=cfg.clip_value_loss,
+        axis_name=axis_name,
     )
-    env_params = env.default_params if env_params is None else env_params
-    anneal = (cfg.num_updates, cfg.num_epochs * cfg.num_minibatches) if cfg.anneal_lr else None
-
-    def optimizer(hparams: PPOHparams):
-        return make_optimizer(hparams.lr, hparams.max_grad_norm, anneal_over=anneal)
-
-    initial_memory = functools.partial(fresh_memory, cfg.network, cfg.rnn_size)
-
-    def init(key: Key) -> PPOState:
-        net_key, env_key = jax.random.split(key)
-        env_state, obs = env.reset(fold_in_axis(env_key, axis_name), env_params)
-        memory = vary_over_axis(initial_memory(num_envs), axis_name) if recurrent else ()
-        params = init_network(network, net_key, obs, memory)
-        hparams = PPOHparams.from_config(cfg)
-        return PPOState(
-            params, optimizer(hparams).init(params), env_state, obs, jnp.int32(0), hparams, memory
-        )
-
-    def collect_with_values(state: PPOState, key: Key) -> tuple[Rollout, RolloutValues]:
-        if not recurrent:
-            policy = functools.partial(act, network, state.params)
-            rollout = collect(
-                env, env_params, policy, state.env_state, state.obs, key, cfg.rollout_len
-            )
-            critic = functools.partial(network.apply, state.params, method="critic")
-            return rollout, rollout_values(critic, rollout, env.spec.autoreset)
-        policy = functools.partial(act_recurrent, network, state.params)
-        rollout = collect(
-            env, env_params, policy, state.env_state, state.obs, key, cfg.rollout_len, state.memory
-        )
-
-        def critic(hidden, obs, start):
-            return network.apply(state.params, hidden, obs[None], start[None], method="critic")
-
-        recorded = rollout.transitions.extras.value
-        return rollout, recurrent_rollout_values(critic, rollout, recorded, env.spec.autoreset)
-
-    def update(state: PPOState, key: Key) -> tuple[PPOState, Metrics]:
-        rollout_key, sgd_key = jax.random.split(fold_in_axis(key, axis_name))
-        rollout, values = collect_with_values(state, rollout_key)
-        traj = rollout.transitions
-        advantages, targets = compute_gae(
-            traj.reward,
-            values.values,
-            values.next_values,
-            traj.terminated,
-            traj.terminated | traj.truncated,
-            state.hparams.gamma,
-            state.hparams.gae_lambda,
-        )
-        batch = PPOBatch(
-            traj.obs,
-            traj.action,
-            traj.extras.log_prob,
-            values.values,
-            advantages,
-            targets,
-            traj.valid,
-        )
-        if recurrent:
-            memories = rollout.memories
-            batch = split_sequences(batch, memories.hidden, memories.start, cfg.sequence_len)
-        else:
-            batch = flatten_time_batch(batch)
-        loss_fn = functools.partial(
-            ppo_loss,
-            network=network,
-            hparams=state.hparams,
-            normalize_adv=cfg.normalize_advantages,
-            clip_value=cfg.clip_value_loss,
-            axis_name=axis_name,
-        )
-        params, opt_state, metrics = minibatch_epochs(
-            sgd_key,
-            state.params,
-            state.opt_state,
-            batch,
-            loss_fn,
-            optimizer(state.hparams),
-            cfg.num_epochs,
-            cfg.num_minibatches,
-            axis_name,
-        )
-        metrics = {**pmean(metrics, axis_name), **summarize(traj.episode, axis_name)}
-        metrics["optim/lr"] = current_lr(
-            state.hparams.lr, state.step * cfg.num_epochs * cfg.num_minibatches, anneal
-        )
-        memory = rollout.memory if recurrent else ()
-        new_state = PPOState(
-            params, opt_state, rollout.env_state, rollout.obs, state.step + 1, state.hparams, memory
-        )
-        return new_state, metrics
-
-    def evaluate_act(
-        state: PPOState, obs: Array, key: Key, greedy: bool, memory: Memory | None = None
-    ) -> Any:
-        if memory is None:
-            dist = network.apply(state.params, obs, method="policy_dist")
-            return dist.mode() if greedy else dist.sample(key)
-        hidden, dist, _ = network.apply(state.params, memory.hidden, obs[None], memory.start[None])
-        return (dist.mode() if greedy else dist.sample(key)), hidden
-
-    hparams = concrete_hparams(PPOHparams, cfg)
-    return Algo(
-        init, update, evaluate_act, hparams, initial_memory=initial_memory if recurrent else None
+    learner = Learner(
+        name="PPO",
+        make_network=make_actor_critic,
+        value_of=state_value,
+        behaviour=lambda state: Behaviour(sample, {}),
+        training_data=training_data,
+        loss=loss,
+        policy=lambda outputs, hparams: outputs[0],
     )
+    return make_onpolicy(cfg, env, learner, PPOHparams, env_params, axis_name)
 
 
 SPEC = AlgoSpec(
@@ -371,12 +178,5 @@ SPEC = AlgoSpec(
     hparams_cls=PPOHparams,
     build=make_ppo,
     presets_module="purerl.presets.ppo",
-    smoke=PPOConfig(
-        num_envs=4,
-        rollout_len=16,
-        num_minibatches=2,
-        num_epochs=2,
-        hidden_sizes=(16,),
-        total_timesteps=4 * 16 * 6,
-    ),
+    smoke=PPOConfig(**SMOKE),
 )

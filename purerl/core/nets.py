@@ -187,10 +187,6 @@ class ActorCritic(nn.Module):
         critic_features = features if self.critic_torso is None else self.critic_torso(obs)
         return self.policy(features), self.value_head(critic_features)
 
-    def policy_dist(self, obs: Array) -> Distribution:
-        """The policy alone, without computing the value."""
-        return self.policy(self.actor_torso(obs))
-
     def critic(self, obs: Array) -> Array:
         """The value alone, without computing the policy."""
         torso = self.actor_torso if self.critic_torso is None else self.critic_torso
@@ -273,10 +269,6 @@ class RecurrentActorCritic(nn.Module):
     def __call__(self, hidden: Any, obs: Array, start: Array) -> tuple[Any, Distribution, Array]:
         hidden, features = self.torso(hidden, obs, start)
         return hidden, self.policy(features), self.value_head(features)
-
-    def critic(self, hidden: Any, obs: Array, start: Array) -> Array:
-        """The values alone."""
-        return self.value_head(self.torso(hidden, obs, start)[1])
 
 
 class QNetwork(nn.Module):

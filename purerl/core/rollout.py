@@ -33,24 +33,9 @@ class Memory(NamedTuple):
     to its initial value before reading it)."""
 
 
-def fresh_memory(kind: str, size: int, batch: int) -> Memory:
-    """The memory of ``batch`` environments about to start episodes, for a ``kind`` cell of
-    ``size`` units (``purerl.core.nets.initial_hidden``)."""
-    from purerl.core.nets import initial_hidden
-
-    return Memory(initial_hidden(kind, size, batch), jnp.ones(batch, bool))
-
-
-def init_network(network: Any, key: Key, obs: Array, memory: Memory | tuple) -> PyTree:
-    """A network's parameters for observations ``[B, ...]``; a recurrent one (given its
-    ``memory``, ``()`` for none) is initialised on one step from it."""
-    if memory == ():
-        return network.init(key, obs)
-    return network.init(key, memory.hidden, obs[None], memory.start[None])
-
-
-RecurrentActFn = Callable[[Memory, Array, Key], tuple[PyTree, PolicyStep]]
-"""``act(memory, obs [B, ...], key) -> (hidden after the step, PolicyStep)``."""
+RecurrentActFn = Callable[[Any, Array, Key], tuple[PyTree, PolicyStep]]
+"""``act(memory, obs [B, ...], key) -> (hidden after the step, PolicyStep)``: a policy with
+memory (a ``Memory``), or without it in the same signature (memory and hidden ``()``)."""
 
 
 class Rollout(NamedTuple):
@@ -59,9 +44,10 @@ class Rollout(NamedTuple):
     env_state: Any
     obs: Array
     transitions: Transition
-    memory: Memory | None = None
-    """A recurrent policy's memory after the rollout (None for a feed-forward one)."""
-    memories: Memory | None = None
+    memory: Memory | tuple | None = None
+    """The policy's memory after the rollout (``()`` for a policy without memory that took the
+    memory signature, None for an ``ActFn``)."""
+    memories: Memory | tuple | None = None
     """The memory each step started from, ``[T, B, ...]``: where the update replays from."""
 
 
@@ -82,7 +68,7 @@ def collect(
     obs: Array,
     key: Key,
     num_steps: int,
-    memory: Memory | None = None,
+    memory: Memory | tuple | None = None,
 ) -> Rollout:
     """Runs ``act`` and ``env.step`` for ``num_steps`` steps of a batched environment.
 
@@ -95,12 +81,13 @@ def collect(
         num_steps: ``T``.
         memory: a recurrent policy's memory before the first step; it is carried from step to
             step, marked where episodes start, and recorded at each step (``Rollout.memories``).
+            ``()`` drives a policy without memory through the same signature.
 
     Returns:
         The final environment state and observation, and ``Transition`` leaves ``[T, B, ...]``.
     """
     if memory is not None:
-        return collect_recurrent(env, env_params, act, env_state, obs, key, num_steps, memory)
+        return collect_with_memory(env, env_params, act, env_state, obs, key, num_steps, memory)
 
     def step(carry, step_key):
         env_state, obs = carry
@@ -129,7 +116,7 @@ def to_transition(obs: Array, policy: PolicyStep, out: Step) -> Transition:
     )
 
 
-def collect_recurrent(
+def collect_with_memory(
     env: Environment,
     env_params: Any,
     act: RecurrentActFn,
@@ -137,22 +124,30 @@ def collect_recurrent(
     obs: Array,
     key: Key,
     num_steps: int,
-    memory: Memory,
+    memory: Memory | tuple,
 ) -> Rollout:
-    """``collect`` for a recurrent policy (see there)."""
+    """``collect`` for a policy that takes a memory (``()`` for none; see there)."""
 
     def step(carry, step_key):
         env_state, obs, memory = carry
         act_key, env_key = jax.random.split(step_key)
         hidden, policy = act(memory, obs, act_key)
         env_state, out = env.step(env_key, env_state, policy.action, env_params)
-        next_memory = Memory(hidden, episode_starts(out, env.spec.autoreset))
+        next_memory = remember(memory, hidden, out, env.spec.autoreset)
         return (env_state, out.obs, next_memory), (to_transition(obs, policy, out), memory)
 
     (env_state, obs, memory), (transitions, memories) = jax.lax.scan(
         step, (env_state, obs, memory), jax.random.split(key, num_steps)
     )
     return Rollout(env_state, obs, transitions, memory, memories)
+
+
+def remember(memory: Memory | tuple, hidden: PyTree, out: Step, autoreset: str) -> Any:
+    """The memory after a step: the cell's state ``hidden``, marked where the next observation
+    begins an episode (the policy forgets the last one there); ``()`` stays ``()``."""
+    if not isinstance(memory, Memory):
+        return memory
+    return Memory(hidden, episode_starts(out, autoreset))
 
 
 class RolloutValues(NamedTuple):

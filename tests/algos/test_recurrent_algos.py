@@ -4,16 +4,17 @@ memory settings are refused in one line."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import numpy as np
 import pytest
 
 from purerl import algos, envs
-from purerl.algos.ppo import act_recurrent, evaluate_batch
-from purerl.algos.pqn import q_values_of
+from purerl.algos.onpolicy import acting
+from purerl.algos.ppo import sample, state_value
+from purerl.algos.pqn import greedy_value
 from purerl.config import ConfigError
+from purerl.core.memory import Recurrent
 from purerl.core.nets import make_actor_critic, make_q_network
 from purerl.core.ops.sgd import split_sequences
 from purerl.core.rollout import PolicyStep, collect
@@ -38,10 +39,15 @@ def test_ppo_replays_each_sequence_from_its_recorded_memory(network, length):
     env = envs.from_config(cfg)
     algo = spec.build(cfg, env)
     state = algo.init(jax.random.key(0))
-    net = make_actor_critic(
-        env.spec, cfg.hidden_sizes, cfg.activation, network=network, rnn_size=cfg.rnn_size
+    net = Recurrent(
+        make_actor_critic(
+            env.spec, cfg.hidden_sizes, cfg.activation, network=network, rnn_size=cfg.rnn_size
+        ),
+        state_value,
+        network,
+        cfg.rnn_size,
     )
-    policy = functools.partial(act_recurrent, net, state.params)
+    policy = acting(net, state.params, sample)
 
     @jax.jit
     def replay(state, key):
@@ -51,13 +57,13 @@ def test_ppo_replays_each_sequence_from_its_recorded_memory(network, length):
         traj = rollout.transitions
         memories = rollout.memories
         seqs = split_sequences(traj, memories.hidden, memories.start, length)
-        dist, values, flat = evaluate_batch(net, state.params, seqs)
+        (dist, values), flat = net.evaluate(state.params, seqs)
         return traj, flat, dist.log_prob(flat.action), values
 
     # Episodes end inside the rollout (CartPole's random policy lasts about 20 steps).
     traj, flat, log_probs, values = replay(state, jax.random.key(1))
     assert (traj.terminated | traj.truncated).sum() >= 2
-    np.testing.assert_allclose(log_probs, flat.extras.log_prob, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(log_probs, flat.extras.policy.log_prob, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(values, flat.extras.value, rtol=1e-5, atol=1e-5)
 
 
@@ -66,12 +72,17 @@ def test_pqn_replays_each_sequence_from_its_recorded_memory():
     env = envs.from_config(cfg)
     algo = spec.build(cfg, env)
     state = algo.init(jax.random.key(0))
-    net = make_q_network(
-        env.spec, cfg.hidden_sizes, cfg.activation, layer_norm=True, network="lstm", rnn_size=8
+    net = Recurrent(
+        make_q_network(
+            env.spec, cfg.hidden_sizes, cfg.activation, layer_norm=True, network="lstm", rnn_size=8
+        ),
+        greedy_value,
+        "lstm",
+        8,
     )
 
     def policy(memory, obs, key):
-        hidden, q_values = net.apply(state.params, memory.hidden, obs[None], memory.start[None])
+        hidden, q_values = net.step(state.params, memory.hidden, obs, memory.start)
         return hidden, random_action(q_values, key)
 
     @jax.jit
@@ -81,7 +92,7 @@ def test_pqn_replays_each_sequence_from_its_recorded_memory():
         )
         memories = rollout.memories
         seqs = split_sequences(rollout.transitions, memories.hidden, memories.start, 10)
-        q_values, flat = q_values_of(net, state.params, seqs)
+        q_values, flat = net.evaluate(state.params, seqs)
         return rollout.transitions, flat, q_values
 
     traj, flat, q_values = replay(jax.random.key(2))

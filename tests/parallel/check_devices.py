@@ -15,9 +15,11 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from purerl import algos, envs
+from purerl.algos.onpolicy import network_loss
 from purerl.algos.ppo import SPEC as PPO
-from purerl.algos.ppo import PPOBatch, PPOHparams, make_ppo, ppo_loss
+from purerl.algos.ppo import PPOBatch, PPOHparams, make_ppo, ppo_loss, state_value
 from purerl.core.loop import train
+from purerl.core.memory import FeedForward
 from purerl.core.nets import make_actor_critic
 from purerl.core.ops.sgd import minibatch_epochs
 from purerl.core.parallel import DEVICE_AXIS, make_placement, select_devices
@@ -93,10 +95,11 @@ def data_mode_gradient_equals_full_batch() -> dict:
     tx = optax.sgd(0.1)
 
     def step(params, batch, axis_name):
-        loss = functools.partial(
-            ppo_loss, network=network, hparams=hparams, normalize_adv=True, clip_value=True,
-            axis_name=axis_name,
-        )  # fmt: skip
+        loss = network_loss(
+            FeedForward(network, state_value),
+            functools.partial(ppo_loss, normalize_adv=True, clip_value=True, axis_name=axis_name),
+            hparams,
+        )
         return minibatch_epochs(
             jax.random.key(1), params, tx.init(params), batch, loss, tx, 1, 1, axis_name
         )[0]

@@ -10,7 +10,7 @@ environment; neither has purerl's wrappers. Each family has a single-game NumPy 
 Snake the reference of purerl/envs/snake_numpy.py (building the same observation each step),
 for CartPole gymnasium's ``CartPoleEnv`` (plain Python and NumPy, installed with gymnax).
 
-Following ../shared/MEASURING.md: compile is timed on its own (AOT), then a warm-up call and
+Following docs/measuring.md: compile is timed on its own (AOT), then a warm-up call and
 ``--repeats`` timed calls on fresh keys. For each N the four runners (JAX and NumPy, Snake and
 CartPole) alternate call by call, and a speed-up is the median of the per-call ratios to the
 NumPy baseline timed beside it. Steps count environment steps of all games together.

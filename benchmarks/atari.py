@@ -2,7 +2,7 @@
 
     python -m benchmarks.atari --env Breakout-v5 --num-envs 16 --updates 2
 
-Rows, each timed as ../shared/MEASURING.md asks (compile on its own, a warm-up call, then the
+Rows, each timed as docs/measuring.md asks (compile on its own, a warm-up call, then the
 median of ``--repeats`` calls, alternating the rows call by call):
 
 - ``envpool host``: EnvPool stepped from Python with random actions (``pool.step``), the

@@ -13,7 +13,7 @@ cost. ``brax.training.agents.ppo.train`` runs its budget as ``num_evals - 1`` co
 ``lax.scan`` of training steps each) and reports each epoch's steps/s; it is asked for
 ``--repeats + 1`` epochs of ``--updates`` updates with evaluation off, and after each epoch (in
 Brax's ``progress_fn``) purerl runs one compiled chunk of ``--updates`` updates on fresh seeds,
-so the two alternate A B A B on the shared machine (../shared/MEASURING.md). purerl's AOT compile
+so the two alternate A B A B on the shared machine (docs/measuring.md). purerl's AOT compile
 and Brax's ``--warmup`` epochs (less as many steady epochs; it includes building Brax's training
 state) give the compile times; the table quotes medians of the calls after the warm-up ones and
 the median of the per-pair ratios.

@@ -7,10 +7,10 @@ A JAX row steps N games with uniformly random actions for many steps inside one 
 (as ``envs.Vectorize`` does) and observations are carried from step to step, so building them
 is part of the cost. Snake is ``purerl.envs.snake`` itself, CartPole-v1 the raw gymnax
 environment; neither has purerl's wrappers. Each family has a single-game NumPy baseline: for
-Snake the reference of purerl/envs/snake_numpy.py (building the same observation each step),
+Snake the reference of tests/envs/snake_numpy.py (building the same observation each step),
 for CartPole gymnasium's ``CartPoleEnv`` (plain Python and NumPy, installed with gymnax).
 
-Following ../shared/MEASURING.md: compile is timed on its own (AOT), then a warm-up call and
+Following docs/measuring.md: compile is timed on its own (AOT), then a warm-up call and
 ``--repeats`` timed calls on fresh keys. For each N the four runners (JAX and NumPy, Snake and
 CartPole) alternate call by call, and a speed-up is the median of the per-call ratios to the
 NumPy baseline timed beside it. Steps count environment steps of all games together.
@@ -32,8 +32,8 @@ import tyro
 
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl.envs.snake import make_snake
-from purerl.envs.snake_numpy import SnakeReference
 from purerl.runtime import configure_jax
+from tests.envs.snake_numpy import SnakeReference
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@
 
 At the PPO preset's configuration (CleanRL's ``ppo_continuous_action.py``: 2,048 steps per
 update, 10 epochs x 32 minibatches, observation and reward normalisation), for each number of
-environments and of seeds, rows timed as ../shared/MEASURING.md asks (compile on its own, a
+environments and of seeds, rows timed as docs/measuring.md asks (compile on its own, a
 warm-up call, then the median of ``--repeats`` calls, all rows alternating call by call):
 
 - ``envpool host``: EnvPool stepped from Python with random actions (``pool.step``).

@@ -29,7 +29,8 @@ What purerl's presets learn and how fast purerl runs beside other code. Final re
 across seeds of each seed's mean return over its last 100 or more training episodes. Steps/s:
 environment steps of all seeds per second of training, compile excluded. Wall: the whole run,
 compile included. A speed ratio is purerl's rate over the peer's, the median of per-pair ratios
-with calls alternating in one process."""
+with calls alternating in one process. [docs/measuring.md](docs/measuring.md) says how each figure
+is measured and how to reproduce one."""
 
 
 def table(header: Sequence[str], lines: Sequence[Sequence[str]], right: set[int]) -> list[str]:

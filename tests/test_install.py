@@ -38,7 +38,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_package_and_its_command_but_not_the_checkout(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ["purerl/py.typed", "purerl/cli/train.py", "purerl/presets/ppo.py",
-                   "purerl/algos/dqn.py", "purerl/envs/snake_numpy.py"]:  # fmt: skip
+                   "purerl/algos/dqn.py", "purerl/envs/snake.py"]:  # fmt: skip
         assert needed in names, needed
     assert not [n for n in names if n.startswith(("experiments/", "benchmarks/", "tests/"))]
     (entry_points,) = [n for n in names if n.endswith("entry_points.txt")]

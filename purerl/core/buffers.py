@@ -86,8 +86,3 @@ def gather(buffer: ReplayBuffer, index: SampleIndex, offset: int = 0) -> PyTree:
     """The items at ``index`` (leaves ``[N, ...]``), or at ``offset`` slots after it."""
     time = (index.time + offset) % capacity(buffer)
     return jax.tree.map(lambda x: x[time, index.env], buffer.data)
-
-
-def can_sample(buffer: ReplayBuffer, lookahead: int = 0) -> Array:
-    """Whether ``sample_index`` has at least one usable slot to draw from."""
-    return buffer.size > lookahead

@@ -115,11 +115,6 @@ PROBES = {
 }
 
 
-def probe_params(env_id: str) -> ProbeParams:
-    """The parameters that make any probe environment run probe ``env_id``."""
-    return ProbeParams(jnp.int32(KINDS.index(PROBES[env_id][0])))
-
-
 def make_probe(env_id: str, num_envs: int | None = None) -> ProbeEnv:
     kind, num_actions = PROBES[env_id]
     spec = EnvSpec(

@@ -1,6 +1,7 @@
 """Snake on an ``H x W`` grid as a pure JAX environment (ids ``Snake-v0``, ``Snake-6x6-v0`` ...).
 
-Rules (``purerl/envs/snake_numpy.py`` implements the same ones in NumPy, step by step):
+Rules (the repository's ``tests/envs/snake_numpy.py`` implements the same ones in NumPy, step by
+step):
 
 - Cells are numbered row-major, ``cell = row * W + col``, row 0 at the top.
 - Start: a snake of length 1 on a uniformly random cell, facing a uniformly random direction,

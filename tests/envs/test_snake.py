@@ -19,7 +19,7 @@ from purerl.envs.snake import (
     make_snake,
     nth_free_cell,
 )
-from purerl.envs.snake_numpy import DELTAS, SnakeReference
+from tests.envs.snake_numpy import DELTAS, SnakeReference
 
 
 def snake_cells(state: SnakeState) -> list[int]:

@@ -1,3 +1,4 @@
+import chex
 import hypothesis.extra.numpy as hnp
 import jax
 import numpy as np
@@ -9,9 +10,14 @@ from purerl.core.ops.returns import (
     clipped_double_q_targets,
     compute_gae,
     compute_lambda_returns,
-    next_step_values,
     q_learning_targets,
 )
+
+
+def next_step_values(values, last_value):
+    """Shifts ``[T, B]`` values one step forward, appending ``last_value`` (``[B]``)."""
+    chex.assert_rank([values, last_value], [2, 1])
+    return np.concatenate([values[1:], last_value[None]], axis=0)
 
 
 def gae_reference(rewards, values, next_values, terminated, done, gamma, lam):

@@ -88,12 +88,6 @@ def compute_lambda_returns(
     return targets
 
 
-def next_step_values(values: Array, last_value: Array) -> Array:
-    """Shifts ``[T, B]`` values one step forward, appending ``last_value`` (``[B]``)."""
-    chex.assert_rank([values, last_value], [2, 1])
-    return jnp.concatenate([values[1:], last_value[None]], axis=0)
-
-
 def q_learning_targets(
     rewards: Array,
     terminated: Array,

@@ -4,6 +4,7 @@ Written the obvious way (a head-first list of cells, Python sets) so that it can
 version transition by transition. Randomness comes in from outside as uniform numbers in
 ``[0, 1)``: given the numbers the JAX version drew, both must make the same moves; the
 environment benchmark (``python -m benchmarks.envs``) feeds it NumPy's. Never imports JAX.
+It lives with the tests, outside the wheel: nothing in the package uses it.
 """
 
 from __future__ import annotations

@@ -1,23 +1,29 @@
-"""What SAC and TD3 share: continuous-action off-policy acting, replay and learning cadence.
+"""The replay recipe of DQN, SAC and TD3 (discrete and continuous actions), and what SAC and TD3
+share besides (their config, warm-up, sampled gradient steps and critic step).
 
-Not an algorithm itself (it is not in the registry). One ``update`` runs ``rollout_len``
-iterations of: one step of every environment (uniformly random actions until
-``learning_starts`` environment steps have been taken, then the algorithm's exploration
-policy), written to the replay buffer in device memory; then, once past ``learning_starts``,
-``gradient_steps`` gradient steps on uniformly sampled minibatches. With one environment and one
-gradient step this is CleanRL's protocol (one gradient step per environment step); with many
-environments it is the many-env JAX style, and ``gradient_steps`` sets the update-to-data ratio
-(``gradient_steps / num_envs`` gradient steps per transition).
+Not an algorithm itself (it is not in the registry). One ``update`` (``make_update``) runs
+``Cadence.iterations`` iterations of: ``Cadence.env_steps`` steps of every environment with the
+algorithm's ``act(state, obs, key, iteration) -> actions``, written to the replay buffer in
+device memory (actions in the space's dtype: int32 Discrete, float32 Box); then, once past the
+``learning_starts`` warm-up, its learning phase ``learn(state, key, iteration) -> (params,
+target_params, opt_state, metrics)``. ``iteration`` counts the run's iterations from 0, derived
+from the update count, so it is the same for every seed and chunking. A skipped learning phase
+reports NaN for each metric; an update's metric is the mean over the iterations that computed
+it (``mean_where_defined``, NaN if none did); ``optim/gradient_steps`` counts the gradient steps
+taken, and ``update_metrics(state, iterations_done)`` adds the algorithm's own (``optim/lr``).
+With ``lookahead`` 1 next observations are read from the following buffer slot, not stored.
 
-An algorithm supplies ``explore(state, obs, key) -> actions`` and ``learn_step(state, batch, key,
-gradient_step) -> (params, target_params, opt_state, metrics)``; ``gradient_step`` counts the
-run's gradient steps from 0 (for delayed policy updates) and is derived from the update count,
-so it is the same for every seed and chunking.
+DQN acts epsilon-greedily and takes one gradient step per learning phase (``algos.dqn``). SAC
+and TD3 act uniformly at random during the warm-up (``act_after_warmup``), then take
+``gradient_steps`` steps on fresh minibatches (``learn_on_samples``) per vector step: with one
+environment and one gradient step this is CleanRL's protocol, with many environments the
+many-env JAX style (``gradient_steps / num_envs`` gradient steps per transition).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -35,19 +41,21 @@ from purerl.config import (
     traced,
 )
 from purerl.core import buffers
-from purerl.core.env import Box, Environment
+from purerl.core.env import ActionSpace, Box, Environment, action_dtype
 from purerl.core.nets import Critics, action_range
 from purerl.core.ops.losses import critics_loss, masked_mean
 from purerl.core.ops.sgd import fold_in_axis, pmean
 from purerl.core.rollout import PolicyStep, collect
 from purerl.core.stats import summarize
-from purerl.core.types import Array, Key, Metrics, PyTree
+from purerl.core.types import Array, Key, Metrics, PyTree, Transition
 
 MAX_STEPS = 2**31 - 1
 """Environment and gradient steps are counted in int32 inside the update."""
 
 LOCKSTEP = ("buffer.position", "buffer.size")
-"""Every seed writes one step per iteration: the buffer's counters follow the update count."""
+"""Every seed writes one block of steps per iteration, so the buffer's position and fill advance
+with the update count: one copy serves all vmapped seeds, and under vmap a write goes to one
+position for every seed (a slice update, not a scatter; docs/notes)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,173 +95,192 @@ class OffPolicyConfig(CommonConfig):
     def env_steps_per_update(self) -> int:
         return self.num_envs * self.rollout_len
 
-    @property
-    def warmup_iterations(self) -> int:
-        """Iterations (vector steps) before the first one that learns."""
-        return self.learning_starts // self.num_envs
-
     def check(self) -> None:
         require_positive(self, "rollout_len", "gradient_steps", "buffer_size", "batch_size")
         require_positive(self, "policy_frequency", "policy_lr", "q_lr")
         require_unit_interval(self, "gamma")
-        if not 0.0 < self.tau <= 1.0:
-            raise ConfigError(f"--tau must lie in (0, 1], got {self.tau}")
-        if self.buffer_size % self.num_envs:
-            raise ConfigError(
-                f"--buffer-size {self.buffer_size} is not a multiple of --num-envs "
-                f"{self.num_envs}; each environment keeps buffer_size / num_envs steps"
-            )
-        if self.batch_size > self.buffer_size:
-            raise ConfigError(
-                f"--batch-size {self.batch_size} exceeds --buffer-size {self.buffer_size}; "
-                "lower the batch or grow the buffer"
-            )
-        if self.learning_starts < 0:
-            raise ConfigError(
-                f"--learning-starts must be 0 or more environment steps, got {self.learning_starts}"
-            )
-        run_steps = self.num_updates * self.env_steps_per_update
-        if self.total_timesteps > MAX_STEPS or run_steps * self.gradient_steps > MAX_STEPS:
-            raise ConfigError(
-                f"--total-timesteps {self.total_timesteps:,} is beyond the {MAX_STEPS:,} "
-                "environment or gradient steps an int32 counter holds; split the run"
-            )
-        if run_steps and self.learning_starts >= run_steps:
-            raise ConfigError(
-                f"--learning-starts {self.learning_starts} is not below the run's "
-                f"{run_steps} steps: it would never learn"
-            )
+        check_replay(self, self.gradient_steps)
         require_network(self)
 
 
+def check_replay(cfg: Any, gradient_steps: int = 1) -> None:
+    """The checks every replay configuration needs (``tau``, buffer and batch sizes, the int32
+    counters, ``learning_starts``); ``gradient_steps`` per environment step at most."""
+    if not 0.0 < cfg.tau <= 1.0:
+        raise ConfigError(f"--tau must lie in (0, 1], got {cfg.tau}")
+    if cfg.buffer_size % cfg.num_envs:
+        raise ConfigError(
+            f"--buffer-size {cfg.buffer_size} is not a multiple of --num-envs "
+            f"{cfg.num_envs}; each environment keeps buffer_size / num_envs steps"
+        )
+    if cfg.batch_size > cfg.buffer_size:
+        raise ConfigError(
+            f"--batch-size {cfg.batch_size} exceeds --buffer-size {cfg.buffer_size}; "
+            "lower the batch or grow the buffer"
+        )
+    if cfg.learning_starts < 0:
+        raise ConfigError(
+            f"--learning-starts must be 0 or more environment steps, got {cfg.learning_starts}"
+        )
+    run_steps = cfg.num_updates * cfg.env_steps_per_update
+    if cfg.total_timesteps > MAX_STEPS or run_steps * gradient_steps > MAX_STEPS:
+        raise ConfigError(
+            f"--total-timesteps {cfg.total_timesteps:,} is beyond the {MAX_STEPS:,} "
+            "environment or gradient steps an int32 counter holds; split the run"
+        )
+    if run_steps and cfg.learning_starts >= run_steps:
+        raise ConfigError(
+            f"--learning-starts {cfg.learning_starts} is not below the run's "
+            f"{run_steps} steps: it would never learn"
+        )
+
+
 class ReplayItem(NamedTuple):
-    """One stored transition, ``[B, ...]`` per step; actions stay float32."""
+    """One stored transition, ``[B, ...]`` per step; actions in the action space's dtype."""
 
     obs: Array
     action: Array
     reward: Array
     terminated: Array
     valid: Array
-    next_obs: Array
-    """The observation the step reached (its final one when the episode ended)."""
+    next_obs: Array | tuple
+    """The observation the step reached (its final one when the episode ended); ``()`` with
+    ``lookahead`` 1, where it is read from the following slot instead."""
 
 
-def check_env(env: Environment, name: str) -> None:
+class Cadence(NamedTuple):
+    """How one update interleaves acting and learning (static counts)."""
+
+    iterations: int
+    """Iterations in one update (one metrics row)."""
+    env_steps: int
+    """Steps of every environment in one iteration, collected before its learning phase."""
+    warmup_iterations: int
+    """Iterations of the run that only collect (its first ``learning_starts`` steps)."""
+    gradient_steps: int = 1
+    """Gradient steps in one learning phase."""
+
+    @classmethod
+    def from_config(cls, cfg: Any, env_steps: int = 1, gradient_steps: int = 1) -> Cadence:
+        """The cadence of ``cfg`` (``num_envs``, ``rollout_len``, ``learning_starts``) with
+        ``env_steps`` steps of every environment per iteration. An iteration learns once the
+        environment steps after it exceed ``learning_starts``: ``(iteration + 1) * steps >
+        learning_starts``, that is ``iteration >= learning_starts // steps``."""
+        warmup = cfg.learning_starts // (cfg.num_envs * env_steps)
+        return cls(cfg.rollout_len // env_steps, env_steps, warmup, gradient_steps)
+
+
+def check_env(env: Environment, name: str, discrete: bool = False) -> None:
     if env.spec.num_envs is None:
         raise ConfigError(
             f"{name} needs a vectorised environment; make {env.spec.id} with num_envs"
         )
-    if not isinstance(env.spec.action_space, Box):
+    if discrete and not env.spec.discrete:
+        raise ConfigError(f"{name} needs discrete actions; {env.spec.id} has continuous ones")
+    if not discrete and not isinstance(env.spec.action_space, Box):
         raise ConfigError(f"{name} needs continuous (Box) actions; {env.spec.id} has discrete ones")
 
 
-def init_buffer(cfg: OffPolicyConfig, env: Environment, obs: Array) -> buffers.ReplayBuffer:
-    num_envs = obs.shape[0]
-    action = jnp.zeros((num_envs, *env.spec.action_space.shape), jnp.float32)
+def init_buffer(cfg: Any, env: Environment, obs: Array, lookahead: int = 0) -> buffers.ReplayBuffer:
+    """An empty buffer of ``cfg.buffer_size`` transitions for observations like ``obs``."""
+    num_envs, space = obs.shape[0], env.spec.action_space
+    shape = space.shape if isinstance(space, Box) else ()
+    action = jnp.zeros((num_envs, *shape), action_dtype(space))
     flags = jnp.zeros((num_envs,), bool)
-    example = ReplayItem(obs, action, jnp.zeros((num_envs,), jnp.float32), flags, flags, obs)
+    example = ReplayItem(
+        obs, action, jnp.zeros((num_envs,), jnp.float32), flags, flags, () if lookahead else obs
+    )
     return buffers.init_buffer(example, cfg.buffer_size // env.spec.num_envs)
 
 
-def uniform_actions(space: Box, num: int, key: Key) -> Array:
-    """``[num, *shape]`` actions drawn uniformly within the bounds ([-1, 1] where unbounded)."""
-    center, half_width = action_range(space)
-    noise = jax.random.uniform(key, (num, *space.shape), jnp.float32, -1.0, 1.0)
-    return center.reshape(space.shape) + half_width.reshape(space.shape) * noise
+def replay_item(traj: Transition, space: ActionSpace, lookahead: int) -> ReplayItem:
+    """What the buffer stores of a rollout (leaves ``[T, B, ...]``)."""
+    return ReplayItem(
+        traj.obs,
+        traj.action.astype(action_dtype(space)),
+        traj.reward.astype(jnp.float32),
+        traj.terminated,
+        traj.valid,
+        () if lookahead else traj.final_obs,
+    )
 
 
-Explore = Callable[[Any, Array, Key], Array]
-LearnStep = Callable[[Any, Any, Key, Array], tuple[PyTree, PyTree, Any, Metrics]]
+def sample(buffer: buffers.ReplayBuffer, key: Key, num: int, lookahead: int = 0) -> ReplayItem:
+    """``num`` transitions drawn uniformly (leaves ``[num, ...]``); with ``lookahead`` 1 their
+    next observations are read from the following slot."""
+    index = buffers.sample_index(buffer, key, num, lookahead)
+    batch = buffers.gather(buffer, index)
+    if lookahead:
+        batch = batch._replace(next_obs=buffers.gather(buffer, index, 1).obs)
+    return batch
+
+
+Learned = tuple[PyTree, PyTree, Any, Metrics]
+"""What a learning phase returns: ``(params, target_params, opt_state, metrics)``."""
+Act = Callable[[Any, Array, Key, Array], Array]
+Learn = Callable[[Any, Key, Array], Learned]
+UpdateMetrics = Callable[[Any, Array], Metrics]
 
 
 def make_update(
-    cfg: OffPolicyConfig,
+    cadence: Cadence,
     env: Environment,
     env_params: Any,
-    explore: Explore,
-    learn_step: LearnStep,
+    act: Act,
+    learn: Learn,
+    update_metrics: UpdateMetrics,
     axis_name: str | None = None,
+    lookahead: int = 0,
 ) -> Callable[[Any, Key], tuple[Any, Metrics]]:
-    """The ``update(state, key)`` of an off-policy continuous-action algorithm.
+    """The ``update(state, key)`` of an off-policy algorithm (see the module docstring).
 
     The state is a NamedTuple with ``params``, ``target_params``, ``opt_state``, ``env_state``,
-    ``obs``, ``buffer``, ``step`` and ``hparams``.
+    ``obs``, ``buffer`` (``init_buffer``), ``step`` and ``hparams``.
     """
     space = env.spec.action_space
+    skip = functools.partial(skip_learning, learn)
 
-    def learn(state, key: Key, first_gradient_step: Array):
-        def body(carry, inputs):
-            params, target_params, opt_state = carry
-            index, step_key = inputs
-            sample_key, learn_key = jax.random.split(step_key)
-            batch = buffers.gather(
-                state.buffer, buffers.sample_index(state.buffer, sample_key, cfg.batch_size)
-            )
-            current = state._replace(
-                params=params, target_params=target_params, opt_state=opt_state
-            )
-            *carry, metrics = learn_step(current, batch, learn_key, first_gradient_step + index)
-            return tuple(carry), metrics
-
-        carry = (state.params, state.target_params, state.opt_state)
-        inputs = (jnp.arange(cfg.gradient_steps, dtype=jnp.int32),)
-        inputs += (jax.random.split(key, cfg.gradient_steps),)
-        (params, target_params, opt_state), metrics = jax.lax.scan(body, carry, inputs)
-        return params, target_params, opt_state, mean_where_defined(metrics)
-
-    def skip_learning(state, key: Key, first_gradient_step: Array):
-        """What ``learn`` returns, without gradient steps: the state's networks, NaN metrics."""
-        *_, metrics = jax.eval_shape(learn, state, key, first_gradient_step)
-        return state.params, state.target_params, state.opt_state, nan_like(metrics)
-
-    def iteration(state, iteration_key: Key, index: Array):
-        act_key, learn_key = jax.random.split(iteration_key)
-        warm = index < cfg.warmup_iterations
-
-        def policy(obs: Array, key: Key) -> PolicyStep:
-            random_key, explore_key = jax.random.split(key)
-            random = uniform_actions(space, obs.shape[0], random_key)
-            return PolicyStep(jnp.where(warm, random, explore(state, obs, explore_key)))
-
-        rollout = collect(env, env_params, policy, state.env_state, state.obs, act_key, 1)
-        traj = rollout.transitions
-        items = ReplayItem(
-            traj.obs,
-            traj.action.astype(jnp.float32),
-            traj.reward.astype(jnp.float32),
-            traj.terminated,
-            traj.valid,
-            traj.final_obs,
+    def iteration(state, inputs: tuple[Array, Key]):
+        index, key = inputs
+        act_key, learn_key = jax.random.split(key)
+        policy = functools.partial(policy_step, act, state, index)
+        rollout = collect(
+            env, env_params, policy, state.env_state, state.obs, act_key, cadence.env_steps
         )
+        items = replay_item(rollout.transitions, space, lookahead)
         state = state._replace(
             env_state=rollout.env_state, obs=rollout.obs, buffer=buffers.add(state.buffer, items)
         )
-        learning = index >= cfg.warmup_iterations
-        first_gradient_step = (index - cfg.warmup_iterations) * cfg.gradient_steps
+        learning = index >= cadence.warmup_iterations
         params, target_params, opt_state, metrics = jax.lax.cond(
-            learning, learn, skip_learning, state, learn_key, first_gradient_step
+            learning, learn, skip, state, learn_key, index
         )
         state = state._replace(params=params, target_params=target_params, opt_state=opt_state)
-        return state, (metrics, learning, traj.episode)
+        return state, (metrics, learning, rollout.transitions.episode)
 
     def update(state, key: Key) -> tuple[Any, Metrics]:
-        first = state.step * cfg.rollout_len
-
-        def body(state, inputs):
-            index, iteration_key = inputs
-            return iteration(state, iteration_key, first + index)
-
-        keys = jax.random.split(fold_in_axis(key, axis_name), cfg.rollout_len)
-        inputs = (jnp.arange(cfg.rollout_len, dtype=jnp.int32), keys)
-        state, (metrics, learned, episodes) = jax.lax.scan(body, state, inputs)
+        first = state.step * cadence.iterations
+        index = first + jnp.arange(cadence.iterations, dtype=jnp.int32)
+        keys = jax.random.split(fold_in_axis(key, axis_name), cadence.iterations)
+        state, (metrics, learned, episodes) = jax.lax.scan(iteration, state, (index, keys))
         metrics = mean_where_defined(pmean(metrics, axis_name))
-        metrics["optim/gradient_steps"] = learned.sum() * cfg.gradient_steps
-        metrics["optim/lr"] = state.hparams.q_lr
-        metrics["optim/policy_lr"] = state.hparams.policy_lr
+        metrics["optim/gradient_steps"] = learned.sum() * cadence.gradient_steps
+        metrics.update(update_metrics(state, first + cadence.iterations))
         episodes = summarize(episodes, axis_name)
         return state._replace(step=state.step + 1), {**metrics, **episodes}
 
     return update
+
+
+def policy_step(act: Act, state: Any, iteration: Array, obs: Array, key: Key) -> PolicyStep:
+    """``act`` as ``collect``'s policy."""
+    return PolicyStep(act(state, obs, key, iteration))
+
+
+def skip_learning(learn: Learn, state: Any, key: Key, iteration: Array) -> Learned:
+    """What ``learn`` returns, without learning: the state's networks, NaN metrics."""
+    *_, metrics = jax.eval_shape(learn, state, key, iteration)
+    return state.params, state.target_params, state.opt_state, nan_like(metrics)
 
 
 def mean_where_defined(metrics: Metrics) -> Metrics:
@@ -273,6 +300,82 @@ def nan_like(metrics: Metrics) -> Metrics:
     """NaN metrics shaped like ``metrics``: what a skipped step reports (``mean_where_defined``
     leaves them out)."""
     return jax.tree.map(lambda m: jnp.full_like(m, jnp.nan), metrics)
+
+
+Explore = Callable[[Any, Array, Key], Array]
+LearnStep = Callable[[Any, ReplayItem, Key, Array], Learned]
+
+
+def make_actor_critic_update(
+    cfg: OffPolicyConfig,
+    env: Environment,
+    env_params: Any,
+    explore: Explore,
+    learn_step: LearnStep,
+    axis_name: str | None = None,
+) -> Callable[[Any, Key], tuple[Any, Metrics]]:
+    """SAC and TD3's ``update``: ``explore(state, obs, key) -> actions`` after uniformly random
+    warm-up actions, ``cfg.gradient_steps`` steps of ``learn_step`` per vector step."""
+    cadence = Cadence.from_config(cfg, gradient_steps=cfg.gradient_steps)
+    space = env.spec.action_space
+    act = functools.partial(act_after_warmup, explore, space, cadence.warmup_iterations)
+    learn = functools.partial(learn_on_samples, learn_step, cfg.batch_size, cadence)
+    return make_update(cadence, env, env_params, act, learn, actor_critic_metrics, axis_name)
+
+
+def uniform_actions(space: Box, num: int, key: Key) -> Array:
+    """``[num, *shape]`` actions drawn uniformly within the bounds ([-1, 1] where unbounded)."""
+    center, half_width = action_range(space)
+    noise = jax.random.uniform(key, (num, *space.shape), jnp.float32, -1.0, 1.0)
+    return center.reshape(space.shape) + half_width.reshape(space.shape) * noise
+
+
+def act_after_warmup(
+    explore: Explore,
+    space: Box,
+    warmup_iterations: int,
+    state: Any,
+    obs: Array,
+    key: Key,
+    iteration: Array,
+) -> Array:
+    """Uniformly random actions in the warm-up iterations, ``explore``'s after them."""
+    random_key, explore_key = jax.random.split(key)
+    random = uniform_actions(space, obs.shape[0], random_key)
+    return jnp.where(iteration < warmup_iterations, random, explore(state, obs, explore_key))
+
+
+def learn_on_samples(
+    learn_step: LearnStep,
+    batch_size: int,
+    cadence: Cadence,
+    state: Any,
+    key: Key,
+    iteration: Array,
+) -> Learned:
+    """``cadence.gradient_steps`` steps of ``learn_step(state, batch, key, gradient_step)``, each
+    on a freshly sampled minibatch; ``gradient_step`` counts the run's gradient steps from 0 (for
+    delayed policy updates). Metrics are their means (``mean_where_defined``)."""
+    first_gradient_step = (iteration - cadence.warmup_iterations) * cadence.gradient_steps
+
+    def body(carry, inputs):
+        params, target_params, opt_state = carry
+        index, step_key = inputs
+        sample_key, learn_key = jax.random.split(step_key)
+        batch = sample(state.buffer, sample_key, batch_size)
+        current = state._replace(params=params, target_params=target_params, opt_state=opt_state)
+        *carry, metrics = learn_step(current, batch, learn_key, first_gradient_step + index)
+        return tuple(carry), metrics
+
+    carry = (state.params, state.target_params, state.opt_state)
+    inputs = (jnp.arange(cadence.gradient_steps, dtype=jnp.int32),)
+    inputs += (jax.random.split(key, cadence.gradient_steps),)
+    (params, target_params, opt_state), metrics = jax.lax.scan(body, carry, inputs)
+    return params, target_params, opt_state, mean_where_defined(metrics)
+
+
+def actor_critic_metrics(state: Any, iterations_done: Array) -> Metrics:
+    return {"optim/lr": state.hparams.q_lr, "optim/policy_lr": state.hparams.policy_lr}
 
 
 def critic_loss(

@@ -228,7 +228,9 @@ def make_sac(
         dist = actor.apply(state.params.actor, obs)
         return dist.mode() if greedy else dist.sample(key)
 
-    update = offpolicy.make_update(cfg, env, env_params, explore, learn_step, axis_name)
+    update = offpolicy.make_actor_critic_update(
+        cfg, env, env_params, explore, learn_step, axis_name
+    )
     hparams = concrete_hparams(SACHparams, cfg)
     return Algo(init, update, evaluate_act, hparams, offpolicy.LOCKSTEP)
 

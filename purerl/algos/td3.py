@@ -187,7 +187,9 @@ def make_td3(
             return actor.apply(state.params.actor, obs)
         return explore(state, obs, key)
 
-    update = offpolicy.make_update(cfg, env, env_params, explore, learn_step, axis_name)
+    update = offpolicy.make_actor_critic_update(
+        cfg, env, env_params, explore, learn_step, axis_name
+    )
     hparams = concrete_hparams(TD3Hparams, cfg)
     return Algo(init, update, evaluate_act, hparams, offpolicy.LOCKSTEP)
 

@@ -11,7 +11,7 @@ import pytest
 from benchmarks import peers, reference_sac, results, throughput
 from benchmarks.tests.runs import run_module
 from purerl import envs
-from purerl.algos import offpolicy, sac
+from purerl.algos import continuous, offpolicy, sac
 from purerl.algos.sac import SACConfig
 from purerl.core.nets import make_continuous_nets
 from purerl.core.ops.returns import clipped_double_q_targets
@@ -120,7 +120,7 @@ def test_reference_sac_losses_equal_purerls():
         targets = clipped_double_q_targets(
             batch.reward, batch.terminated, next_q, gamma, next_log_prob, alpha
         )
-        critic_loss, _ = offpolicy.critic_loss(params.critic, batch, targets, critics)
+        critic_loss, _ = continuous.critic_loss(params.critic, batch, targets, critics)
         loss, log_prob = sac.actor_loss(
             params.actor, params.critic, batch, alpha, key, actor, critics
         )

@@ -6,7 +6,8 @@ Each gradient step regresses both critics on the soft clipped double-Q target (`
 clipped_double_q_targets``) and moves the targets by ``tau``; every ``policy_frequency``
 gradient steps the policy (and the entropy coefficient) take ``policy_frequency`` steps on the
 same minibatch, which keeps one policy step per critic step on average (CleanRL's delayed
-update). Acting, replay and the learning cadence are shared with TD3 (``algos.offpolicy``).
+update). Acting, replay and the learning cadence are shared with TD3 (``algos.continuous``, on
+the replay recipe of ``algos.offpolicy``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from purerl.algos import AlgoSpec, offpolicy
-from purerl.algos.offpolicy import OffPolicyConfig, ReplayItem
+from purerl.algos import AlgoSpec, continuous, offpolicy
+from purerl.algos.continuous import ContinuousConfig
+from purerl.algos.offpolicy import ReplayItem
 from purerl.config import require_positive, traced
 from purerl.core import buffers
 from purerl.core.algo import Algo, concrete_hparams, hparams_class
@@ -33,7 +35,7 @@ from purerl.core.types import Array, Key, PyTree
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig(OffPolicyConfig):
+class SACConfig(ContinuousConfig):
     """SAC hyperparameters; defaults are CleanRL's sac_continuous_action (MuJoCo, 1 env)."""
 
     alpha: float = traced(1.0)
@@ -206,7 +208,7 @@ def make_sac(
             batch.reward, batch.terminated, next_q, hp.gamma, next_log_prob, alpha
         )
         tx = optimizers(hp).critic
-        critic = offpolicy.critic_step(
+        critic = continuous.critic_step(
             params.critic, state.opt_state.critic, batch, targets, critics, tx, axis_name
         )
         state = state._replace(
@@ -228,9 +230,7 @@ def make_sac(
         dist = actor.apply(state.params.actor, obs)
         return dist.mode() if greedy else dist.sample(key)
 
-    update = offpolicy.make_actor_critic_update(
-        cfg, env, env_params, explore, learn_step, axis_name
-    )
+    update = continuous.make_continuous_update(cfg, env, env_params, explore, learn_step, axis_name)
     hparams = concrete_hparams(SACHparams, cfg)
     return Algo(init, update, evaluate_act, hparams, offpolicy.LOCKSTEP)
 

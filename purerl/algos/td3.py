@@ -7,7 +7,7 @@ et al. 2018, eq. 14-15; ``ops.returns.clipped_double_q_targets``); every ``polic
 gradient steps the deterministic actor takes one step up ``Q_1`` and the target actor and
 critics move by ``tau`` (delayed updates, Algorithm 1). Exploration adds Gaussian noise of
 ``exploration_noise`` half-widths to the actor's action. Acting, replay and the learning
-cadence are shared with SAC (``algos.offpolicy``).
+cadence are shared with SAC (``algos.continuous``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from purerl.algos import AlgoSpec, offpolicy
-from purerl.algos.offpolicy import OffPolicyConfig, ReplayItem
+from purerl.algos import AlgoSpec, continuous, offpolicy
+from purerl.algos.continuous import ContinuousConfig
+from purerl.algos.offpolicy import ReplayItem
 from purerl.config import require_positive, traced
 from purerl.core import buffers
 from purerl.core.algo import Algo, concrete_hparams, hparams_class
@@ -33,7 +34,7 @@ from purerl.core.types import Array, Key, PyTree
 
 
 @dataclasses.dataclass(frozen=True)
-class TD3Config(OffPolicyConfig):
+class TD3Config(ContinuousConfig):
     """TD3 hyperparameters; defaults are CleanRL's td3_continuous_action (MuJoCo, 1 env)."""
 
     learning_starts: int = 25_000
@@ -163,7 +164,7 @@ def make_td3(
         next_q = critics.apply(target_params.critic, batch.next_obs, next_actions)
         targets = clipped_double_q_targets(batch.reward, batch.terminated, next_q, hp.gamma)
         tx = optimizers(hp).critic
-        critic = offpolicy.critic_step(
+        critic = continuous.critic_step(
             params.critic, state.opt_state.critic, batch, targets, critics, tx, axis_name
         )
         state = state._replace(
@@ -187,9 +188,7 @@ def make_td3(
             return actor.apply(state.params.actor, obs)
         return explore(state, obs, key)
 
-    update = offpolicy.make_actor_critic_update(
-        cfg, env, env_params, explore, learn_step, axis_name
-    )
+    update = continuous.make_continuous_update(cfg, env, env_params, explore, learn_step, axis_name)
     hparams = concrete_hparams(TD3Hparams, cfg)
     return Algo(init, update, evaluate_act, hparams, offpolicy.LOCKSTEP)
 

@@ -26,7 +26,7 @@ def run(cfg: PPOConfig, updates_per_chunk=None):
 @pytest.mark.slow
 def test_continuous_actions_and_obs_normalisation_run():
     # The Pendulum preset (observation normalisation on) cut to two small updates: the run
-    # tests/test_api.py trains through purerl.train, so they share its compiled programs.
+    # tests/run/test_api.py trains through purerl.train, so they share its compiled programs.
     cfg = dataclasses.replace(
         PRESETS["Pendulum-v1"], num_envs=4, rollout_len=16, num_minibatches=2, total_timesteps=128
     )

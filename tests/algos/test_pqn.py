@@ -1,5 +1,5 @@
-"""PQN beyond the shared invariants: its Q(lambda) targets on probe environments, its network,
-and learning CartPole (run alone with ``pytest -m learning``)."""
+"""PQN beyond the shared invariants: its Q(lambda) targets on probe environments and its network
+(its CartPole learning run is a case of tests/algos/test_learning.py)."""
 
 import dataclasses
 import functools
@@ -14,7 +14,7 @@ from purerl import envs
 from purerl.algos.pqn import PQNConfig, make_pqn
 from purerl.core.nets import make_q_network
 from purerl.envs.probes import PROBES
-from tests.helpers import learn, train_probes
+from tests.helpers import train_probes
 
 PROBE_CFG = PQNConfig(
     num_envs=16,
@@ -74,13 +74,3 @@ def test_the_q_network_normalises_its_layers_and_rejects_continuous_actions():
     )
     with pytest.raises(ConfigError, match="PQN needs discrete actions"):
         make_pqn(dataclasses.replace(cfg, env="Pendulum-v1"), envs.make("Pendulum-v1", 4))
-
-
-@pytest.mark.slow
-@pytest.mark.long
-@pytest.mark.learning
-def test_cartpole_reaches_475_within_500k_steps(tmp_path):
-    # The preset, 2 vmapped seeds, 5e5 steps each (BENCHMARKS.md has what it reaches).
-    summary = learn(tmp_path / "run", "pqn", "--env", "CartPole-v1", "--num-seeds", "2")
-    assert summary.env_steps_per_seed <= 500_000
-    assert summary.final_mean_return >= 475, summary.per_seed_final_return

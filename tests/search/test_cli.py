@@ -33,7 +33,7 @@ TINY = [
     "--total-timesteps",
     str(4 * 16 * 6),
 ]
-# The learning rates of tests/test_sweep.py's sweep over the same configuration: the search's
+# The learning rates of tests/search/test_sweep.py's sweep over the same configuration: the search's
 # batch is that sweep's program.
 SPEC = {
     "algo": "ppo",

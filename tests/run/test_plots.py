@@ -4,16 +4,13 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from purerl.run.plots import NotARunError, compare_runs, write_trial_graphs
 from purerl.run.rundir import GRAPH_FILES
-from tests.helpers import learning_curves, png_is_a_plot, write_synthetic_run
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT, learning_curves, png_is_a_plot, write_synthetic_run
 
 
 @pytest.fixture

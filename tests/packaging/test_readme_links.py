@@ -3,9 +3,9 @@ pyproject.toml declares once, and each names a file of this repository."""
 
 import re
 import tomllib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

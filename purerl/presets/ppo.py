@@ -189,7 +189,7 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     "Freeway-MinAtar": dataclasses.replace(minatar("Freeway-MinAtar"), total_timesteps=10_000_000),
     # Snake 10x10 from its [10, 10, 3] grid: many short games per update, a relu MLP and a
-    # higher learning rate, a budget a CPU can train (BENCHMARKS.md, test_snake_learning.py).
+    # higher learning rate, a budget a CPU can train (BENCHMARKS.md, tests/algos/test_learning.py).
     "Snake-v0": PPOConfig(
         env="Snake-v0",
         num_envs=256,

@@ -30,7 +30,7 @@ from pathlib import Path
 import jax
 import tyro
 
-from purerl import algos, envs
+from purerl import algos
 from purerl.core import loop
 from purerl.options import options_for
 from purerl.run import rundir, session
@@ -100,7 +100,7 @@ def compile_breakdown(env_id: str) -> None:
     whole budget as one chunk."""
     spec = algos.get("ppo")
     cfg = spec.base_config(env_id)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     start = time.perf_counter()
     agents = jax.block_until_ready(loop.init_agents(algo, [0]))
     init_s = time.perf_counter() - start

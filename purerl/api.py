@@ -153,11 +153,9 @@ def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]
         ConfigError: ``cfg`` belongs to no registered algorithm, or its environment steps
             outside JAX (EnvPool).
     """
-    spec = algos.for_config(cfg)
-    built = envs.from_config(cfg, env=env)
+    built, algo = algos.for_config(cfg).make(cfg, env=env)
     if not built.pure:
         raise ConfigError(f"{cfg.env} steps outside JAX (EnvPool): make_train needs a pure env")
-    algo = spec.build(cfg, built)
     run_chunk = loop.make_run_chunk(algo, cfg.num_updates)
 
     def train_fn(key: Key) -> tuple[Any, Metrics]:

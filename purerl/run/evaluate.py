@@ -69,7 +69,7 @@ def load_agents(run_dir: Path, which: str = "latest", env: Any = None) -> Loaded
     # A data-parallel run's replicas each stepped num_envs / D environments; the agents read
     # back keep those shapes (evaluation plays environments of its own).
     replicas = checkpoint.data_parallel_replicas(run_dir, which) or 1
-    algo = spec.build(cfg, envs.from_config(cfg, cfg.num_envs // replicas, env=env))
+    algo = spec.make(cfg, env, cfg.num_envs // replicas).algo
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
     identity = checkpoint.run_identity(spec.name, cfg)
     step, snapshot, skipped = checkpoint.restore_named(run_dir, which, fresh, identity)

@@ -83,6 +83,9 @@ class Setup:
     request: TrainRequest
     env: Environment
     algo: Algo
+    local_algo: Algo
+    """``algo`` built without the device axis (``algo`` itself unless data-parallel): what the
+    state's shapes and the evaluation's policy are taken from."""
     devices: list
     placement: parallel.Placement | None
     identity: dict[str, Any]
@@ -148,15 +151,17 @@ def prepare(request: TrainRequest) -> Setup:
         placement = parallel.make_placement(devices, options.parallel, cfg.num_seeds, cfg.num_envs)
     data_parallel = placement is not None and placement.mode == "data"
     num_envs = cfg.num_envs // placement.num_devices if data_parallel else None
-    env = envs.from_config(cfg, num_envs, env=request.env)
+    axis_name = placement.axis_name if placement else None
+    env, algo = spec.make(cfg, request.env, num_envs, axis_name)
     if placement is not None and not env.pure:
         raise ConfigError(
             f"{cfg.env} runs on EnvPool, whose simulators live in this process: use one device "
             "(--num-devices 1), several seeds share its pool"
         )
-    algo = spec.build(cfg, env, axis_name=placement.axis_name if placement else None)
-    # Shapes only: traced without the device axis, which exists only inside shard_map.
-    shapes = jax.eval_shape(spec.build(cfg, env).init, jax.random.key(0))
+    # The device axis exists only inside shard_map: the state's shapes are traced, and the
+    # evaluation's policy acts, without it.
+    local_algo = algo if axis_name is None else spec.make(cfg, request.env, num_envs).algo
+    shapes = jax.eval_shape(local_algo.init, jax.random.key(0))
     state_bytes = {name: tree_bytes(getattr(shapes, name)) for name in shapes._fields}
     check_memory(cfg, devices[0], placement, state_bytes)
     if options.tensorboard:
@@ -167,7 +172,9 @@ def prepare(request: TrainRequest) -> Setup:
     identity = checkpoint.run_identity(spec.name, cfg, layout)
     transient = () if env.pure else ("env_state", "obs")
     transient += tuple(f for f in options.excluded_state() if f in state_bytes)
-    return Setup(request, env, algo, devices, placement, identity, transient, state_bytes)
+    return Setup(
+        request, env, algo, local_algo, devices, placement, identity, transient, state_bytes
+    )
 
 
 def cpu_split_hint(setup: Setup) -> str | None:
@@ -431,11 +438,11 @@ def make_evaluation(setup: Setup, sinks: Sequence[Sink] = ()) -> Evaluation | No
             "updates: it will not evaluate",
         )
     env = envs.from_config(cfg, options.eval_episodes, env=setup.request.env)
-    # Built without the device axis: the policy needs none, and the evaluation runs outside
+    # The policy of the algorithm built without the device axis: the evaluation runs outside
     # the data-parallel program, on the first replica's agents.
-    algo = setup.request.spec.build(cfg, setup.env)
     replicated = setup.placement is not None and setup.placement.mode == "data"
-    return Evaluation(options.eval_every, evaluation_program(algo, env, replicated=replicated))
+    program = evaluation_program(setup.local_algo, env, replicated=replicated)
+    return Evaluation(options.eval_every, program)
 
 
 def spans(updates: list[int]) -> str:

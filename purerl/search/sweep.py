@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
 from purerl.core import parallel
@@ -222,13 +222,13 @@ def run_batch(
         raise ValueError("configurations of one batch may differ only in traced fields")
     base = configs[0]
     num_agents = len(configs) * base.num_seeds
-    env = envs.from_config(base)
+    env, algo = spec.make(base)
     if not env.pure:
         raise ConfigError(
             f"{base.env} steps outside JAX and cannot be vmapped over configurations; sweeps "
             "need a pure JAX environment"
         )
-    algo = flag_nonfinite_losses(spec.build(base, env))
+    algo = flag_nonfinite_losses(algo)
     agents = sweep_agents(algo, spec, configs, placement)
     start = Snapshot(agents, empty_history(num_agents), 0, {})
     tracker = AgentTracker(num_agents, on_chunk)

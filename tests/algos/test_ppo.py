@@ -20,7 +20,7 @@ TINY = algos.get("ppo").smoke
 
 
 def run(cfg: PPOConfig, updates_per_chunk=None):
-    return train(make_ppo(cfg, envs.from_config(cfg)), cfg, updates_per_chunk=updates_per_chunk)
+    return train(algos.get("ppo").make(cfg).algo, cfg, updates_per_chunk=updates_per_chunk)
 
 
 @pytest.mark.slow

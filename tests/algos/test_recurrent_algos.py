@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos.ppo import act_recurrent, evaluate_batch
 from purerl.algos.pqn import q_values_of
 from purerl.config import ConfigError
@@ -35,8 +35,7 @@ def test_ppo_replays_each_sequence_from_its_recorded_memory(network, length):
     rollout gives back the log-probabilities and values the policy had as it acted: episode
     starts inside a sequence reset the cell as they did in the rollout."""
     spec, cfg = recurrent_smoke("ppo", network, env="CartPole-v1", rollout_len=STEPS)
-    env = envs.from_config(cfg)
-    algo = spec.build(cfg, env)
+    env, algo = spec.make(cfg)
     state = algo.init(jax.random.key(0))
     net = make_actor_critic(
         env.spec, cfg.hidden_sizes, cfg.activation, network=network, rnn_size=cfg.rnn_size
@@ -63,8 +62,7 @@ def test_ppo_replays_each_sequence_from_its_recorded_memory(network, length):
 
 def test_pqn_replays_each_sequence_from_its_recorded_memory():
     spec, cfg = recurrent_smoke("pqn", "lstm", rollout_len=STEPS)
-    env = envs.from_config(cfg)
-    algo = spec.build(cfg, env)
+    env, algo = spec.make(cfg)
     state = algo.init(jax.random.key(0))
     net = make_q_network(
         env.spec, cfg.hidden_sizes, cfg.activation, layer_norm=True, network="lstm", rnn_size=8

@@ -43,7 +43,7 @@ import tyro
 from benchmarks.timing import peak_rss_mib
 from purerl import algos
 from purerl.algos.ppo import PPOConfig
-from purerl.core.loop import compile_chunk, init_agents
+from purerl.core.program import compile_chunk, init_agents
 from purerl.runtime import configure_jax
 
 

@@ -45,8 +45,8 @@ from benchmarks.reference_continuous import XlaPool, make_ppo_continuous_train, 
 from benchmarks.timing import peak_rss_mib, timed
 from purerl import algos
 from purerl.algos.ppo import act
-from purerl.core.loop import compile_chunk, init_agents
 from purerl.core.nets import make_actor_critic
+from purerl.core.program import compile_chunk, init_agents
 from purerl.core.rollout import collect
 from purerl.runtime import configure_jax
 

@@ -42,7 +42,7 @@ import numpy as np
 import tyro
 
 from purerl import algos
-from purerl.core.loop import init_agent
+from purerl.core.program import init_agent
 from purerl.core.rollout import PolicyStep, collect
 from purerl.core.stats import FINAL_WINDOW_EPISODES
 

@@ -51,7 +51,6 @@ from benchmarks import page, peers, reference, reference_rnn_ppo, reference_sac,
 from benchmarks.timing import Runner, measure, peak_rss_mib
 from purerl import algos
 from purerl.config import Network
-from purerl.core.loop import compile_chunk, init_agents
 from purerl.core.parallel import (
     DEVICE_AXIS,
     Placement,
@@ -59,6 +58,7 @@ from purerl.core.parallel import (
     request_cpu_devices,
     select_devices,
 )
+from purerl.core.program import compile_chunk, init_agents
 from purerl.options import hint
 from purerl.runtime import configure_jax
 

@@ -24,7 +24,7 @@ import numpy as np
 from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
-from purerl.core import loop
+from purerl.core import program
 from purerl.core.types import Key, Metrics
 from purerl.options import options_for
 from purerl.run import session
@@ -42,7 +42,7 @@ class TrainOutput(NamedTuple):
     """What ``summary.json`` holds."""
     history: dict[str, np.ndarray]
     """Every per-update metric, per seed: ``[num_seeds, num_updates]`` float arrays."""
-    agents: loop.Agent
+    agents: program.Agent
     """The trained agents, stacked over seeds (``agents.state`` is the algorithm state)."""
     algo: Algo
     run_dir: Path | None
@@ -156,10 +156,10 @@ def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]
     built, algo = algos.for_config(cfg).make(cfg, env=env)
     if not built.pure:
         raise ConfigError(f"{cfg.env} steps outside JAX (EnvPool): make_train needs a pure env")
-    run_chunk = loop.make_run_chunk(algo, cfg.num_updates)
+    run_chunk = program.make_run_chunk(algo, cfg.num_updates)
 
     def train_fn(key: Key) -> tuple[Any, Metrics]:
-        agent, metrics = run_chunk(loop.init_agent_from_key(algo, key))
+        agent, metrics = run_chunk(program.init_agent_from_key(algo, key))
         return agent.state, metrics
 
     return train_fn

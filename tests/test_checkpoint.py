@@ -11,7 +11,7 @@ import jax
 import pytest
 
 from purerl import algos
-from purerl.core import loop
+from purerl.core import loop, program
 from purerl.options import options_for
 from purerl.run import checkpoint, session
 from tests.helpers import leaves_equal, metric_rows, run_cli, tree_digest
@@ -55,10 +55,10 @@ def smoke_of(variant: str):
 @pytest.mark.slow
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, variant):
     programs = []
-    compile_chunk = loop.compile_chunk
+    compile_chunk = program.compile_chunk
 
     def record_program(algo, agents, *args, **kwargs):
-        chunk = loop.over_seeds(loop.make_run_chunk(algo, 1))
+        chunk = program.over_seeds(program.make_run_chunk(algo, 1))
         programs.append(jax.jit(chunk, donate_argnums=0).lower(agents).as_text())
         return compile_chunk(algo, agents, *args, **kwargs)
 

@@ -383,8 +383,8 @@ def restore(
     """Restores checkpoint ``step`` of ``run_dir`` onto the structure of ``fresh_agents``.
 
     Args:
-        fresh_agents: agents as ``purerl.api.init_agents`` builds them for this run; they give
-            shapes, dtypes, shardings, container types and the transient fields.
+        fresh_agents: agents as ``purerl.core.program.init_agents`` builds them for this run;
+            they give shapes, dtypes, shardings, container types and the transient fields.
         expected: the run's identity (``algo``, ``config``) the checkpoint must carry.
         any_layout: read a checkpoint of any device layout onto one device's ``fresh_agents``
             (evaluation; a resume must keep the layout): seeds-mode agents are stacked ``[S,

@@ -21,7 +21,7 @@ import numpy as np
 from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
-from purerl.core.loop import Agent, EvalFn, evaluation_key, init_agents
+from purerl.core.program import Agent, EvalFn, evaluation_key, init_agents
 from purerl.core.types import Array, Key, Metrics
 from purerl.envs.render import adapter_state, render_frame
 from purerl.envs.wrappers import NormalizeObsState

@@ -31,9 +31,9 @@ from purerl.core.loop import (
     Snapshot,
     Timing,
     TrainResult,
-    init_agents,
     train,
 )
+from purerl.core.program import init_agents
 from purerl.core.report import Sink
 from purerl.core.stats import FINAL_WINDOW_EPISODES
 from purerl.extras import import_extra

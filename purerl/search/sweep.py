@@ -25,8 +25,9 @@ from purerl import algos
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
 from purerl.core import parallel
-from purerl.core.loop import HISTORY_KEYS, Agent, Snapshot, TrainResult, init_agents, train
+from purerl.core.loop import HISTORY_KEYS, Snapshot, TrainResult, train
 from purerl.core.parallel import Placement
+from purerl.core.program import Agent, init_agents
 from purerl.core.report import ChunkReport, Sink
 from purerl.core.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 

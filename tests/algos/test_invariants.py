@@ -16,14 +16,13 @@ import pytest
 
 from purerl import algos, envs
 from purerl.config import ConfigError
-from purerl.core.loop import (
-    Evaluation,
+from purerl.core.loop import Evaluation, train
+from purerl.core.program import (
     init_agent,
     init_agents,
     init_program,
     make_run_chunk,
     over_seeds,
-    train,
 )
 from purerl.run.evaluate import make_evaluation
 from tests.helpers import as_numpy, leaves_equal

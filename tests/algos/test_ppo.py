@@ -10,7 +10,8 @@ import pytest
 
 from purerl import algos, envs
 from purerl.algos.ppo import PPOConfig, make_ppo
-from purerl.core.loop import compile_chunk, init_agents, train
+from purerl.core.loop import train
+from purerl.core.program import compile_chunk, init_agents
 from purerl.envs.probes import PROBES
 from purerl.presets.ppo import PRESETS
 from tests.helpers import train_probes

@@ -34,6 +34,7 @@ from purerl import algos
 from purerl.core import program, schedule
 from purerl.options import options_for
 from purerl.run import rundir, session
+from purerl.run.setup import TrainRequest
 from purerl.runtime import configure_jax
 
 
@@ -62,7 +63,7 @@ def run_variant(name: str, env_id: str, root: Path, index: int) -> dict:
     options = options_for(spec)(
         run_dir=str(root / f"{index}-{len(os.listdir(root))}"), progress=False, **overrides
     )
-    outcome = session.run(session.TrainRequest(spec, cfg, options))
+    outcome = session.run(TrainRequest(spec, cfg, options))
     summary = outcome.summary
     steps = summary.total_env_steps
     return {

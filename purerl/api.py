@@ -29,6 +29,7 @@ from purerl.core.types import Key, Metrics
 from purerl.options import options_for
 from purerl.run import session
 from purerl.run.rundir import Summary
+from purerl.run.setup import TrainRequest
 from purerl.runtime import configure_jax, enable_compilation_cache
 
 
@@ -123,7 +124,7 @@ def train(
     configure_jax()
     enable_compilation_cache(options.compilation_cache)
     source = None if env is None or isinstance(env, str) else env
-    request = session.TrainRequest(spec, cfg, options, in_memory=run_dir is None, env=source)
+    request = TrainRequest(spec, cfg, options, in_memory=run_dir is None, env=source)
     outcome = session.run(request)
     result = outcome.result
     where = None if outcome.run_dir is None else outcome.run_dir.resolve()

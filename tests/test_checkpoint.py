@@ -14,6 +14,7 @@ from purerl import algos
 from purerl.core import loop, program
 from purerl.options import options_for
 from purerl.run import checkpoint, session
+from purerl.run.setup import TrainRequest
 from tests.helpers import leaves_equal, metric_rows, run_cli, tree_digest
 
 PPO = algos.get("ppo").smoke
@@ -38,7 +39,7 @@ def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options
     spec = algos.get(name)
     options = {"progress": False, "updates_per_chunk": 1, **options}
     opts = options_for(spec)(run_dir=None if resume else str(run_dir), **options)
-    request = session.TrainRequest(
+    request = TrainRequest(
         spec, cfg, opts, resume=Path(run_dir) if resume else None, resume_from=resume_from
     )
     return session.run(request, stop)

@@ -21,6 +21,7 @@ from purerl.options import options_for
 from purerl.run import rundir, session
 from purerl.run.evaluate import load_agents, make_evaluation
 from purerl.run.plots import Curves, compare_runs, draw_trial_graphs
+from purerl.run.setup import TrainRequest
 from tests.helpers import TINY_ARGS, leaves_equal, metric_rows, one_error_line, run_cli
 
 EVAL_KEYS = ("eval/return", "eval/length")
@@ -105,10 +106,10 @@ def test_a_resumed_run_evaluates_where_and_as_an_uninterrupted_one(evaluated_run
 
     cut = tmp_path / "cut"
     opts = options_for(spec)(run_dir=str(cut), **options)
-    stopped = session.run(session.TrainRequest(spec, cfg, opts), StopAfter3())
+    stopped = session.run(TrainRequest(spec, cfg, opts), StopAfter3())
     assert stopped.summary.num_updates == 3
     np.testing.assert_array_equal(stopped.result.evaluations["update"], [2])
-    resumed = session.run(session.TrainRequest(spec, cfg, options_for(spec)(**options), resume=cut))
+    resumed = session.run(TrainRequest(spec, cfg, options_for(spec)(**options), resume=cut))
     np.testing.assert_array_equal(resumed.result.evaluations["update"], [4, 6])
     assert metric_rows(cut) == metric_rows(run_dir)
 

@@ -2,7 +2,9 @@
 
 | module | owns |
 |---|---|
-| ``session`` | the life of a run: check, lock, create or restore, train, summarise |
+| ``setup`` | what a run asks for, and all it needs built and checked before anything is written |
+| ``session`` | the life of a run: lock, create or restore, train, finish |
+| ``summary`` | what a run writes besides checkpoints: its sinks, ``summary.json``, curves |
 | ``rundir`` | every path and file inside a run directory, and reading runs back |
 | ``checkpoint`` | orbax checkpoints (the only module that imports orbax) |
 | ``sinks``, ``tensorboard``, ``wandb_sink`` | progress bar, TensorBoard and W&B logging |

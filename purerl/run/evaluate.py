@@ -71,7 +71,7 @@ def load_agents(run_dir: Path, which: str = "latest", env: Any = None) -> Loaded
     replicas = checkpoint.data_parallel_replicas(run_dir, which) or 1
     algo = spec.make(cfg, env, cfg.num_envs // replicas).algo
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
-    identity = checkpoint.run_identity(spec.name, cfg)
+    identity = rundir.run_identity(spec.name, cfg)
     step, snapshot, skipped = checkpoint.restore_named(run_dir, which, fresh, identity)
     return LoadedAgents(spec, cfg, algo, snapshot.agents, step, tuple(skipped), env)
 

@@ -26,7 +26,7 @@ from purerl.core.loop import CheckpointPolicy, History, Snapshot, Timing, TrainR
 from purerl.core.program import init_agents
 from purerl.core.report import Sink
 from purerl.run import checkpoint, rundir
-from purerl.run.capacity import format_bytes, is_disk_full, out_of_memory_message
+from purerl.run.capacity import disk_bytes, format_bytes, is_disk_full, out_of_memory_message
 from purerl.run.setup import Setup, TrainRequest, cpu_split_hint, make_evaluation, prepare
 from purerl.run.signals import StopOnSignal, Stopped
 from purerl.run.sinks import ProgressSink, notify, warn
@@ -201,7 +201,7 @@ def train_and_finish(
     saver = None
     if options.checkpoints and run_dir is not None:
         saver = checkpoint.Checkpointer(
-            rundir.checkpoints_dir(run_dir),
+            run_dir,
             setup.identity,
             options.keep_checkpoints,
             options.keep_best,
@@ -339,6 +339,6 @@ def checkpoint_bytes(setup: Setup, run_dir: Path, steps: list[int]) -> float:
     """The space the newest complete checkpoint takes on disk (allocated blocks, which many
     small files round up), else the state's size in memory."""
     if steps:
-        return checkpoint.disk_bytes(rundir.checkpoint_path(run_dir, steps[-1]))
+        return disk_bytes(rundir.checkpoint_path(run_dir, steps[-1]))
     saved = {k: v for k, v in setup.state_bytes.items() if k not in setup.transient}
     return sum(saved.values()) * setup.cfg.num_seeds

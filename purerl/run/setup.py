@@ -24,7 +24,7 @@ from purerl.core.loop import Evaluation
 from purerl.core.report import Sink
 from purerl.extras import import_extra
 from purerl.options import RESUMABLE, RunOptions
-from purerl.run import checkpoint
+from purerl.run import rundir
 from purerl.run.capacity import check_memory, tree_bytes
 from purerl.run.sinks import warn
 from purerl.runtime import initialize_distributed
@@ -67,7 +67,7 @@ class Setup:
     state's shapes and the evaluation's policy are taken from."""
     devices: list
     placement: parallel.Placement | None
-    identity: dict[str, Any]
+    identity: rundir.RunIdentity
     """What a checkpoint must carry to be this run's: algorithm, configuration, device layout."""
     transient: tuple[str, ...]
     """State fields checkpoints leave out."""
@@ -136,7 +136,7 @@ def prepare(request: TrainRequest) -> Setup:
     if options.wandb_project:
         import_extra("wandb", "'purerl[wandb]'", "--wandb-project")
     layout = {"mode": placement.mode, "devices": placement.num_devices} if placement else None
-    identity = checkpoint.run_identity(spec.name, cfg, layout)
+    identity = rundir.run_identity(spec.name, cfg, layout)
     transient = () if env.pure else ("env_state", "obs")
     transient += tuple(f for f in options.excluded_state() if f in state_bytes)
     return Setup(

@@ -35,7 +35,7 @@ import tyro
 from benchmarks.timing import peak_rss_mib, timed
 from purerl import envs
 from purerl.algos.ppo import act, make_ppo
-from purerl.core.loop import init_agents
+from purerl.core.program import init_agents
 from purerl.core.rollout import collect
 from purerl.envs.envpool import AtariProtocol
 from purerl.presets.ppo import PRESETS as PPO_PRESETS

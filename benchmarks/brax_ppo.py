@@ -41,9 +41,9 @@ import numpy as np
 import tyro
 
 from benchmarks.timing import peak_rss_mib
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos.ppo import PPOConfig
-from purerl.core.loop import compile_chunk, init_agents
+from purerl.core.program import compile_chunk, init_agents
 from purerl.runtime import configure_jax
 
 
@@ -90,7 +90,7 @@ def ppo_config(args: BenchArgs) -> PPOConfig:
 
 def purerl_chunk(cfg: PPOConfig, num_updates: int):
     """``(run(call) -> seconds, compile seconds)`` for one chunk of ``num_updates`` updates."""
-    algo = algos.get("ppo").build(cfg, envs.from_config(cfg))
+    algo = algos.get("ppo").make(cfg).algo
     start = time.perf_counter()
     compiled = compile_chunk(algo, init_agents(algo, [0]), num_updates)
     compile_s = time.perf_counter() - start

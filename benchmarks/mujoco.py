@@ -43,10 +43,10 @@ import tyro
 
 from benchmarks.reference_continuous import XlaPool, make_ppo_continuous_train, make_xla_pool
 from benchmarks.timing import peak_rss_mib, timed
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos.ppo import act
-from purerl.core.loop import compile_chunk, init_agents
 from purerl.core.nets import make_actor_critic
+from purerl.core.program import compile_chunk, init_agents
 from purerl.core.rollout import collect
 from purerl.runtime import configure_jax
 
@@ -117,8 +117,7 @@ def raw_rows(pool: XlaPool, steps: int) -> tuple[dict, dict]:
 def purerl_rows(cfg, steps: int) -> tuple[dict, dict]:
     """``purerl rollout`` and ``purerl update`` through the registry and the training loop's
     compiled chunk, on fresh agents (a reset pool) every call."""
-    env = envs.from_config(cfg)
-    algo = algos.get("ppo").build(cfg, env)
+    env, algo = algos.get("ppo").make(cfg)
     seeds = range(cfg.num_seeds)
     network = make_actor_critic(
         env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm

@@ -41,8 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from purerl import algos, envs
-from purerl.core.loop import init_agent
+from purerl import algos
+from purerl.core.program import init_agent
 from purerl.core.rollout import PolicyStep, collect
 from purerl.core.stats import FINAL_WINDOW_EPISODES
 
@@ -339,8 +339,7 @@ def episode_starts(seed: int, total_timesteps: int | None = None) -> ScoredStart
     cfg = dataclasses.replace(spec.base_config("Pendulum-v1"), normalize_obs=False)
     if total_timesteps is not None:
         cfg = dataclasses.replace(cfg, total_timesteps=total_timesteps)
-    env = envs.from_config(cfg)
-    algo = spec.build(cfg, env)
+    env, algo = spec.make(cfg)
     agent = init_agent(algo, jnp.int32(seed))
 
     def zero_torque(obs, key):

@@ -30,10 +30,11 @@ from pathlib import Path
 import jax
 import tyro
 
-from purerl import algos, envs
-from purerl.core import loop
+from purerl import algos
+from purerl.core import program, schedule
 from purerl.options import options_for
 from purerl.run import rundir, session
+from purerl.run.setup import TrainRequest
 from purerl.runtime import configure_jax
 
 
@@ -57,12 +58,12 @@ def run_variant(name: str, env_id: str, root: Path, index: int) -> dict:
     cfg = spec.base_config(env_id)
     overrides = dict(VARIANTS[name])
     if "checkpoint_every" in overrides:
-        per_chunk = loop.plan_chunks(cfg.num_updates, None)[0]
+        per_chunk = schedule.plan_chunks(cfg.num_updates, None)[0]
         overrides["checkpoint_every"] = per_chunk
     options = options_for(spec)(
         run_dir=str(root / f"{index}-{len(os.listdir(root))}"), progress=False, **overrides
     )
-    outcome = session.run(session.TrainRequest(spec, cfg, options))
+    outcome = session.run(TrainRequest(spec, cfg, options))
     summary = outcome.summary
     steps = summary.total_env_steps
     return {
@@ -100,19 +101,19 @@ def compile_breakdown(env_id: str) -> None:
     whole budget as one chunk."""
     spec = algos.get("ppo")
     cfg = spec.base_config(env_id)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     start = time.perf_counter()
-    agents = jax.block_until_ready(loop.init_agents(algo, [0]))
+    agents = jax.block_until_ready(program.init_agents(algo, [0]))
     init_s = time.perf_counter() - start
-    length = loop.plan_chunks(cfg.num_updates, None)[0]
-    chunk = loop.over_seeds(loop.make_run_chunk(algo, length), algo.lockstep)
+    length = schedule.plan_chunks(cfg.num_updates, None)[0]
+    chunk = program.over_seeds(program.make_run_chunk(algo, length), algo.lockstep)
     start = time.perf_counter()
     lowered = jax.jit(chunk, donate_argnums=0).lower(agents)
     lower_s = time.perf_counter() - start
     start = time.perf_counter()
     lowered.compile()
     compile_s = time.perf_counter() - start
-    whole = loop.over_seeds(loop.make_run_chunk(algo, cfg.num_updates), algo.lockstep)
+    whole = program.over_seeds(program.make_run_chunk(algo, cfg.num_updates), algo.lockstep)
     start = time.perf_counter()
     jax.jit(whole, donate_argnums=0).lower(agents).compile()
     aot_s = time.perf_counter() - start

@@ -26,7 +26,7 @@ import tyro
 from benchmarks.timing import peak_rss_mib
 from purerl import envs
 from purerl.algos.ppo import PPOHparams, make_ppo
-from purerl.core.loop import compile_chunk, init_agents
+from purerl.core.program import compile_chunk, init_agents
 from purerl.presets.ppo import PRESETS as PPO_PRESETS
 from purerl.runtime import configure_jax
 from purerl.search.sweep import flag_nonfinite_losses, stack_hparams

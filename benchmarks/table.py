@@ -60,6 +60,7 @@ from purerl.run import session
 from purerl.run.compare import format_return, markdown_table
 from purerl.run.plots import NotARunError, load_run, write_trial_graphs
 from purerl.run.rundir import SUMMARY_FILE
+from purerl.run.setup import TrainRequest
 from purerl.runtime import configure_jax
 
 
@@ -389,7 +390,7 @@ def run_row(
         options = options_for(spec)(run_dir=str(run_dir), progress=False, checkpoints=False)
         # Keep stdout for the table: the training log lines go to stderr.
         with contextlib.redirect_stdout(sys.stderr):
-            summary = session.run(session.TrainRequest(spec, cfg, options)).summary
+            summary = session.run(TrainRequest(spec, cfg, options)).summary
     window = args.window or max(1, cfg.num_updates // 20)
     _, smoothed = write_trial_graphs(run_dir, window)
     return RowOutcome(summary, smoothed, cfg, window)

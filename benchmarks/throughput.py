@@ -49,9 +49,8 @@ from jax.sharding import PartitionSpec as P
 
 from benchmarks import page, peers, reference, reference_rnn_ppo, reference_sac, results
 from benchmarks.timing import Runner, measure, peak_rss_mib
-from purerl import algos, envs
+from purerl import algos
 from purerl.config import Network
-from purerl.core.loop import compile_chunk, init_agents
 from purerl.core.parallel import (
     DEVICE_AXIS,
     Placement,
@@ -59,6 +58,7 @@ from purerl.core.parallel import (
     request_cpu_devices,
     select_devices,
 )
+from purerl.core.program import compile_chunk, init_agents
 from purerl.options import hint
 from purerl.runtime import configure_jax
 
@@ -130,7 +130,7 @@ PEERS = {
 def purerl_runner(
     algo_name: str, cfg, num_seeds: int, placement: Placement | None = None
 ) -> tuple[Runner, float]:
-    algo = algos.get(algo_name).build(cfg, envs.from_config(cfg))
+    algo = algos.get(algo_name).make(cfg).algo
     # The peers' one program initialises too, so purerl's compile counts its init program (its
     # first call: compile, then microseconds of work) as well as the chunk.
     start = time.perf_counter()

@@ -24,11 +24,12 @@ import numpy as np
 from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
-from purerl.core import loop
+from purerl.core import program
 from purerl.core.types import Key, Metrics
 from purerl.options import options_for
 from purerl.run import session
 from purerl.run.rundir import Summary
+from purerl.run.setup import TrainRequest
 from purerl.runtime import configure_jax, enable_compilation_cache
 
 
@@ -42,7 +43,7 @@ class TrainOutput(NamedTuple):
     """What ``summary.json`` holds."""
     history: dict[str, np.ndarray]
     """Every per-update metric, per seed: ``[num_seeds, num_updates]`` float arrays."""
-    agents: loop.Agent
+    agents: program.Agent
     """The trained agents, stacked over seeds (``agents.state`` is the algorithm state)."""
     algo: Algo
     run_dir: Path | None
@@ -123,7 +124,7 @@ def train(
     configure_jax()
     enable_compilation_cache(options.compilation_cache)
     source = None if env is None or isinstance(env, str) else env
-    request = session.TrainRequest(spec, cfg, options, in_memory=run_dir is None, env=source)
+    request = TrainRequest(spec, cfg, options, in_memory=run_dir is None, env=source)
     outcome = session.run(request)
     result = outcome.result
     where = None if outcome.run_dir is None else outcome.run_dir.resolve()
@@ -153,15 +154,13 @@ def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]
         ConfigError: ``cfg`` belongs to no registered algorithm, or its environment steps
             outside JAX (EnvPool).
     """
-    spec = algos.for_config(cfg)
-    built = envs.from_config(cfg, env=env)
+    built, algo = algos.for_config(cfg).make(cfg, env=env)
     if not built.pure:
         raise ConfigError(f"{cfg.env} steps outside JAX (EnvPool): make_train needs a pure env")
-    algo = spec.build(cfg, built)
-    run_chunk = loop.make_run_chunk(algo, cfg.num_updates)
+    run_chunk = program.make_run_chunk(algo, cfg.num_updates)
 
     def train_fn(key: Key) -> tuple[Any, Metrics]:
-        agent, metrics = run_chunk(loop.init_agent_from_key(algo, key))
+        agent, metrics = run_chunk(program.init_agent_from_key(algo, key))
         return agent.state, metrics
 
     return train_fn

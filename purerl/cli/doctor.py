@@ -125,8 +125,8 @@ def train_check(
 
     import jax
 
-    from purerl import algos, envs
-    from purerl.core import loop, parallel
+    from purerl import algos
+    from purerl.core import parallel, program
 
     spec = algos.get(spec_name)
     cfg = spec.smoke if args.quick else spec.presets.get("CartPole-v1", spec.smoke)
@@ -134,10 +134,10 @@ def train_check(
     placement = None
     if len(devices) > 1:
         placement = parallel.make_placement(devices, "seeds", num_seeds, cfg.num_envs)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     updates = 1 if args.quick else max(1, min(cfg.num_updates, 8))
-    agents = loop.init_agents(algo, list(range(num_seeds)), placement)
-    chunk = loop.compile_chunk(algo, agents, updates, placement=placement)
+    agents = program.init_agents(algo, list(range(num_seeds)), placement)
+    chunk = program.compile_chunk(algo, agents, updates, placement=placement)
     state = {"agents": agents}
 
     def run(call: int) -> Any:
@@ -187,15 +187,14 @@ import json, sys, time
 import jax
 from purerl.runtime import configure_jax
 configure_jax()
-from purerl import envs
-from purerl.core import loop
+from purerl.core import program
 from purerl.algos.ppo import SPEC
 import dataclasses
 cfg = dataclasses.replace(SPEC.presets["Breakout-v5"], num_envs=8, rollout_len=32,
                           num_minibatches=2, num_epochs=1, total_timesteps=8 * 32 * 2)
-algo = SPEC.build(cfg, envs.from_config(cfg))
-agents = loop.init_agents(algo, [0])
-chunk = loop.compile_chunk(algo, agents, 1)
+algo = SPEC.make(cfg).algo
+agents = program.init_agents(algo, [0])
+chunk = program.compile_chunk(algo, agents, 1)
 agents, metrics = chunk(agents)
 jax.block_until_ready(metrics)
 start = time.perf_counter()

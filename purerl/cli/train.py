@@ -24,9 +24,9 @@ from purerl.cli.parsing import UsageError, parse, peek, wrap_lines
 from purerl.config import ConfigError, flag
 from purerl.options import hint, options_for
 from purerl.run import rundir
-from purerl.run.session import TrainRequest, cpu_split_hint, merge_resume_options, prepare
-from purerl.run.session import describe as describe_setup
 from purerl.run.session import run as run_session
+from purerl.run.setup import TrainRequest, cpu_split_hint, merge_resume_options, prepare
+from purerl.run.setup import describe as describe_setup
 from purerl.run.signals import StopOnSignal
 from purerl.run.sinks import ConsoleSink
 from purerl.runtime import enable_compilation_cache

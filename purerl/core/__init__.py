@@ -2,7 +2,9 @@
 
 | module | owns |
 |---|---|
-| ``loop`` | the compiled-chunk loop: agents over seeds, chunks, the run's history, snapshots |
+| ``program`` | agents and the compiled chunk of updates: key streams, seeds mapped, AOT compile |
+| ``schedule`` | where chunks end: their lengths, evaluations and checkpoints between them |
+| ``loop`` | the host driver: runs chunk after chunk, timing, history, snapshots, checkpoints |
 | ``rollout`` | collecting ``Transition[T, B]`` with a policy inside ``lax.scan`` |
 | ``buffers`` | the replay buffer as init/add/sample pure functions |
 | ``nets`` | flax modules: MLP and Nature-CNN torsos, policy, value and Q heads |

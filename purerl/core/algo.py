@@ -26,9 +26,9 @@ class Algo(NamedTuple, Generic[S]):
 
     ``init(key)`` builds a fresh state; ``update(state, key)`` runs one rollout and learning
     step and returns the new state with that update's scalar metrics. Both are pure and are
-    jitted, scanned and vmapped by ``purerl.core.loop``, never by the algorithm itself. Every state
-    has an int32 ``step`` field counting the updates done and an ``hparams`` field holding the
-    traced hyperparameters.
+    jitted, scanned and vmapped by ``purerl.core.program``, never by the algorithm itself. Every
+    state has an int32 ``step`` field counting the updates done and an ``hparams`` field holding
+    the traced hyperparameters.
 
     ``act(state, obs, key, greedy)`` is the trained policy for evaluation: actions ``[B, ...]``
     for observations ``[B, ...]``, the most likely ones when ``greedy`` (a Python bool), else
@@ -36,13 +36,13 @@ class Algo(NamedTuple, Generic[S]):
     ``initial_memory``).
 
     ``hparams`` is the ``state.hparams`` that ``init`` builds, as concrete float32 scalars (or
-    None). Given, ``purerl.core.loop`` passes them to the compiled ``init`` as data instead of
+    None). Given, ``purerl.core.program`` passes them to the compiled ``init`` as data instead of
     letting them be baked into it as constants, so configurations that differ only in traced
     hyperparameters share one init program and its compilation-cache entry.
 
     ``lockstep`` names, as dotted paths into the state (``"buffer.position"``), integer leaves
     besides ``step`` that every seed of a program advances alike: counters driven by the number
-    of updates, never by data. Vmapped over seeds, ``purerl.core.loop`` keeps one copy of them
+    of updates, never by data. Vmapped over seeds, ``purerl.core.program`` keeps one copy of them
     and of ``step`` for all seeds, so that a ``lax.cond`` on them stays a branch and a write at them
     stays one indexed write, rather than becoming per-seed selects (both branches computed) and
     scatters.

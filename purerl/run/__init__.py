@@ -2,8 +2,10 @@
 
 | module | owns |
 |---|---|
-| ``session`` | the life of a run: check, lock, create or restore, train, summarise |
-| ``rundir`` | every path and file inside a run directory, and reading runs back |
+| ``setup`` | what a run asks for, and all it needs built and checked before anything is written |
+| ``session`` | the life of a run: lock, create or restore, train, finish |
+| ``summary`` | what a run writes besides checkpoints: its sinks, ``summary.json``, curves |
+| ``rundir`` | every path and file of a run directory, checkpoint records too; reading runs back |
 | ``checkpoint`` | orbax checkpoints (the only module that imports orbax) |
 | ``sinks``, ``tensorboard``, ``wandb_sink`` | progress bar, TensorBoard and W&B logging |
 | ``plots``, ``compare`` | learning-curve PNGs and comparison tables |

@@ -4,12 +4,19 @@ can fix. Sizes in messages are in human units (``format_bytes``)."""
 from __future__ import annotations
 
 import errno
+from pathlib import Path
 from typing import Any
 
 import jax
 
 from purerl.config import ConfigError
 from purerl.core import parallel
+
+
+def disk_bytes(directory: Path) -> int:
+    """Space the files under ``directory`` take on disk (allocated blocks: many small files
+    round up)."""
+    return sum(f.stat().st_blocks * 512 for f in directory.rglob("*") if f.is_file())
 
 
 def tree_bytes(tree: Any) -> int:

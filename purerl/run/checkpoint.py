@@ -1,11 +1,12 @@
 """Checkpoints of whole runs with orbax: the only module that imports orbax.
 
-A checkpoint is ``<run_dir>/checkpoints/<updates_done>/`` (``purerl.run.rundir`` names the
-paths) and holds every seed's agent (algorithm
+A checkpoint is ``<run_dir>/checkpoints/<updates_done>/`` and holds every seed's agent (algorithm
 state, key stream, seed), the per-update episode statistics the summary is computed from, and a
-JSON record naming the algorithm, its configuration and the format version. Orbax writes each
-checkpoint into a temporary directory and renames it when complete, so a killed process leaves
-at most an unfinished temporary directory, never a checkpoint that looks complete.
+JSON record naming the algorithm, its configuration and the format version. ``purerl.run.rundir``
+owns the run directory's format, these paths and the record (``CheckpointRecord``) included; this
+module reads and writes through orbax what it lays out, and opens no file itself. Orbax writes
+each checkpoint into a temporary directory and renames it when complete, so a killed process
+leaves at most an unfinished temporary directory, never a checkpoint that looks complete.
 
 State fields listed as *transient* are not saved; a restore takes them from a freshly
 initialised agent instead. That is how a live EnvPool simulator (``env_state``, ``obs``: reset on
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import errno
 import logging
 import math
@@ -31,7 +31,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.core.loop import HISTORY_KEYS, Snapshot
-from purerl.run.rundir import checkpoint_path, checkpoints_dir, json_ready
+from purerl.run.capacity import disk_bytes
+from purerl.run.rundir import (
+    CheckpointRecord,
+    RunIdentity,
+    checkpoint_path,
+    checkpoints_dir,
+    complete_checkpoints,
+)
 
 FORMAT_VERSION = 2
 """The checkpoint format this purerl writes and reads. Version 2: continuous policies act in
@@ -150,9 +157,8 @@ class Checkpointer:
     """Saves checkpoints of a run asynchronously, keeping the latest and the best ones.
 
     Args:
-        directory: ``<run_dir>/checkpoints``.
-        record: JSON-ready identity of the run (``algo``, ``config``), stored with each
-            checkpoint and checked on restore.
+        run_dir: the run directory; checkpoints go to its ``checkpoints/``.
+        identity: the run's identity, stored with each checkpoint and checked on restore.
         keep_last: how many of the most recent checkpoints to keep.
         keep_best: how many of the best (by mean recent return over seeds) to keep as well.
         transient: state fields left out (see the module docstring).
@@ -163,15 +169,16 @@ class Checkpointer:
 
     def __init__(
         self,
-        directory: Path,
-        record: dict[str, Any],
+        run_dir: Path,
+        identity: RunIdentity,
         keep_last: int = 3,
         keep_best: int = 1,
         transient: Sequence[str] = (),
         metrics: Callable[[], list[dict[str, Any]]] | None = None,
     ):
-        self.directory = Path(directory)
-        self.record = record
+        self.run_dir = Path(run_dir)
+        self.directory = checkpoints_dir(self.run_dir)
+        self.identity = identity
         self.transient = tuple(transient)
         self.metrics = metrics
         self.manager = _manager(self.directory, keep_last, keep_best)
@@ -200,19 +207,19 @@ class Checkpointer:
             "history": {k: np.asarray(history[k], np.float32) for k in HISTORY_KEYS},
         }
         finite = mean_return is not None and math.isfinite(mean_return)
-        record = {
-            **self.record,
-            "format_version": FORMAT_VERSION,
-            "updates_done": updates_done,
-            "mean_return": float(mean_return) if finite else None,
-            "transient": list(self.transient),
-            "sessions": list(sessions),
-            "metrics_rows": self.metrics() if self.metrics is not None else [],
-        }
+        record = CheckpointRecord(
+            *self.identity,
+            format_version=FORMAT_VERSION,
+            updates_done=updates_done,
+            mean_return=float(mean_return) if finite else None,
+            transient=list(self.transient),
+            sessions=list(sessions),
+            metrics_rows=self.metrics() if self.metrics is not None else [],
+        )
         self.manager.save(
             updates_done,
             args=ocp.args.Composite(
-                state=ocp.args.StandardSave(tree), record=ocp.args.JsonSave(record)
+                state=ocp.args.StandardSave(tree), record=ocp.args.JsonSave(record.to_json())
             ),
             metrics={"mean_return": float(mean_return)} if finite else None,
             force=True,
@@ -233,10 +240,10 @@ class Checkpointer:
         # The previous save must end first (orbax would wait for it too), so that the space it
         # takes is counted; orbax names a checkpoint being written "<step>.orbax-checkpoint-tmp".
         self.manager.wait_until_finished()
-        complete = [int(p.name) for p in self.directory.glob("*") if p.name.isdigit()]
+        complete = complete_checkpoints(self.run_dir)
         if not complete:
             return
-        need = SPACE_MARGIN * disk_bytes(self.directory / str(max(complete)))
+        need = SPACE_MARGIN * disk_bytes(checkpoint_path(self.run_dir, complete[-1]))
         if shutil.disk_usage(self.directory).free < need:
             raise OSError(errno.ENOSPC, "No space left on device", str(self.directory))
 
@@ -254,12 +261,6 @@ SPACE_MARGIN = 1.5
 have the same size)."""
 
 
-def disk_bytes(directory: Path) -> int:
-    """Space the files under ``directory`` take on disk (allocated blocks: many small files
-    round up)."""
-    return sum(f.stat().st_blocks * 512 for f in directory.rglob("*") if f.is_file())
-
-
 @_orbax_quietly()
 def available_steps(run_dir: Path) -> list[int]:
     """Steps of the complete checkpoints of a run, oldest first."""
@@ -274,6 +275,8 @@ def available_steps(run_dir: Path) -> list[int]:
 
 
 def _read_record(manager: Any, step: int) -> dict[str, Any]:
+    """Checkpoint ``step``'s record as stored (``CheckpointRecord.to_json``, or an older
+    format's)."""
     import orbax.checkpoint as ocp
 
     restored = manager.restore(step, args=ocp.args.Composite(record=ocp.args.JsonRestore()))
@@ -287,7 +290,8 @@ def data_parallel_replicas(run_dir: Path, which: str) -> int | None:
     from its first checkpoint to its last."""
     manager = _manager(checkpoints_dir(run_dir), read_only=True)
     try:
-        return _data_parallel_replicas(_read_record(manager, resolve_step(run_dir, which)))
+        record = _read_record(manager, resolve_step(run_dir, which))
+        return CheckpointRecord.from_json(record).replicas
     except Exception:  # orbax raises many types for unreadable files; restore says which
         return None
     finally:
@@ -302,7 +306,7 @@ def best_step(run_dir: Path, steps: Sequence[int]) -> int:
     try:
         for step in steps:
             try:
-                returns[step] = _read_record(manager, step).get("mean_return")
+                returns[step] = CheckpointRecord.from_json(_read_record(manager, step)).mean_return
             except Exception:  # an unreadable checkpoint is never the best one
                 returns[step] = None
     finally:
@@ -345,25 +349,27 @@ def require_run_dir(run_dir: Path) -> None:
     raise CheckpointError(f"run directory {run_dir} does not exist")
 
 
-def _check_identity(record: dict[str, Any], expected: dict[str, Any], where: str) -> None:
+def _check_identity(record: dict[str, Any], expected: RunIdentity, where: str) -> None:
+    """Raises ``CheckpointError`` unless ``record`` (as stored, of any format version) is of this
+    format and carries the identity ``expected``."""
     if record.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(
             f"{where} has format version {record.get('format_version')}, this purerl reads "
             f"version {FORMAT_VERSION}: its policy would not act as it was trained to; train the "
             "run again"
         )
-    if record.get("algo") != expected["algo"]:
+    if record.get("algo") != expected.algo:
         raise CheckpointError(
-            f"{where} was written by {record.get('algo')}, not {expected['algo']}; use the "
+            f"{where} was written by {record.get('algo')}, not {expected.algo}; use the "
             f"{record.get('algo')} command"
         )
-    if record.get("placement") != expected.get("placement"):
+    if record.get("placement") != expected.placement:
         layout = record.get("placement") or {"mode": "seeds", "devices": 1}
         raise CheckpointError(
             f"{where} was written with {layout['devices']} device(s) in {layout['mode']} mode; "
             f"resume with --parallel {layout['mode']} --num-devices {layout['devices']}"
         )
-    saved, wanted = record.get("config", {}), expected["config"]
+    saved, wanted = record.get("config", {}), expected.config
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:
         detail = ", ".join(f"{k}: {saved.get(k)!r} vs {wanted.get(k)!r}" for k in differ[:4])
@@ -377,15 +383,15 @@ def restore(
     run_dir: Path,
     step: int,
     fresh_agents: Any,
-    expected: dict[str, Any],
+    expected: RunIdentity,
     any_layout: bool = False,
 ) -> Snapshot:
     """Restores checkpoint ``step`` of ``run_dir`` onto the structure of ``fresh_agents``.
 
     Args:
-        fresh_agents: agents as ``purerl.api.init_agents`` builds them for this run; they give
-            shapes, dtypes, shardings, container types and the transient fields.
-        expected: the run's identity (``algo``, ``config``) the checkpoint must carry.
+        fresh_agents: agents as ``purerl.core.program.init_agents`` builds them for this run;
+            they give shapes, dtypes, shardings, container types and the transient fields.
+        expected: the run's identity the checkpoint must carry.
         any_layout: read a checkpoint of any device layout onto one device's ``fresh_agents``
             (evaluation; a resume must keep the layout): seeds-mode agents are stacked ``[S,
             ...]`` on any number of devices, and of data-parallel ``[D, S, ...]`` replicas,
@@ -400,18 +406,18 @@ def restore(
     manager = _manager(checkpoints_dir(run_dir), read_only=True)
     try:
         try:
-            record = _read_record(manager, step)
+            stored_record = _read_record(manager, step)
         except Exception as err:  # orbax raises many types for unreadable files
             raise _unreadable(step, where, err) from err
         if any_layout:
-            expected = {**expected, "placement": record.get("placement")}
-        _check_identity(record, expected, where)
-        transient = tuple(record.get("transient", ()))
-        done = int(record["updates_done"])
+            expected = expected._replace(placement=stored_record.get("placement"))
+        _check_identity(stored_record, expected, where)
+        record = CheckpointRecord.from_json(stored_record)
+        transient, done = tuple(record.transient), record.updates_done
         num_seeds = jax.tree.leaves(fresh_agents)[0].shape[0]
         history = {k: jax.ShapeDtypeStruct((num_seeds, done), jnp.float32) for k in HISTORY_KEYS}
         stored = _strip(fresh_agents, transient)
-        replicas = _data_parallel_replicas(record) if any_layout else None
+        replicas = record.replicas if any_layout else None
         if replicas:
             stored = jax.tree.map(lambda x: jnp.broadcast_to(x, (replicas, *x.shape)), stored)
         target = {"agents": _abstract(_keys_to_data(stored)), "history": history}
@@ -430,13 +436,7 @@ def restore(
     fresh_fields = {name: getattr(fresh_agents.state, name) for name in transient}
     agents = agents._replace(state=agents.state._replace(**fresh_fields))
     history = {k: np.asarray(v) for k, v in restored["history"].items()}
-    return Snapshot(agents, history, done, record)
-
-
-def _data_parallel_replicas(record: dict[str, Any]) -> int | None:
-    """The number of replicas a data-parallel checkpoint stacks, else None."""
-    layout = record.get("placement") or {}
-    return layout.get("devices") if layout.get("mode") == "data" else None
+    return Snapshot(agents, history, done, stored_record)
 
 
 def _unreadable(step: int, where: str, err: Exception) -> UnreadableCheckpointError:
@@ -473,7 +473,7 @@ def plain_reason(err: BaseException) -> str:
     return (first[0] if first else type(chain[0]).__name__)[:200]
 
 
-def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: dict[str, Any]):
+def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: RunIdentity):
     """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) for reading, onto
     one device whatever layout the run trained with (``restore``'s ``any_layout``). Nothing is
     written or moved.
@@ -517,7 +517,7 @@ def restore_newest_readable(
     run_dir: Path,
     steps: Sequence[int],
     fresh_agents: Any,
-    expected: dict[str, Any],
+    expected: RunIdentity,
     any_layout: bool = False,
 ) -> tuple[Snapshot, list[UnreadableCheckpointError]]:
     """Restores the newest of ``steps`` that can be read, skipping unreadable ones
@@ -540,9 +540,3 @@ def restore_newest_readable(
             skipped.append(err)
     reasons = "; ".join(f"{err.step}: {err.reason}" for err in skipped)
     raise CheckpointError(f"no checkpoint of {run_dir} can be read ({reasons})")
-
-
-def run_identity(algo: str, cfg: Any, placement: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a run's checkpoints carry and ``restore`` checks: the algorithm, the configuration
-    and the device layout (``placement``, None for one device)."""
-    return {"algo": algo, "config": json_ready(dataclasses.asdict(cfg)), "placement": placement}

@@ -21,7 +21,7 @@ import numpy as np
 from purerl import algos, envs
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
-from purerl.core.loop import Agent, EvalFn, evaluation_key, init_agents
+from purerl.core.program import Agent, EvalFn, evaluation_key, init_agents
 from purerl.core.types import Array, Key, Metrics
 from purerl.envs.render import adapter_state, render_frame
 from purerl.envs.wrappers import NormalizeObsState
@@ -69,9 +69,9 @@ def load_agents(run_dir: Path, which: str = "latest", env: Any = None) -> Loaded
     # A data-parallel run's replicas each stepped num_envs / D environments; the agents read
     # back keep those shapes (evaluation plays environments of its own).
     replicas = checkpoint.data_parallel_replicas(run_dir, which) or 1
-    algo = spec.build(cfg, envs.from_config(cfg, cfg.num_envs // replicas, env=env))
+    algo = spec.make(cfg, env, cfg.num_envs // replicas).algo
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
-    identity = checkpoint.run_identity(spec.name, cfg)
+    identity = rundir.run_identity(spec.name, cfg)
     step, snapshot, skipped = checkpoint.restore_named(run_dir, which, fresh, identity)
     return LoadedAgents(spec, cfg, algo, snapshot.agents, step, tuple(skipped), env)
 

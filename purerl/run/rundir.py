@@ -7,7 +7,7 @@
 | ``summary.json`` | ``write_summary`` | ``Summary``: the final record |
 | ``returns.png``, ``returns_smoothed.png`` | ``purerl.run.plots`` | learning curves |
 | ``resumes.jsonl`` | ``record_resume`` | one line per resume: from where, what changed |
-| ``checkpoints/`` | ``purerl.run.checkpoint`` in ``checkpoints_dir`` | orbax checkpoints |
+| ``checkpoints/<step>/`` | ``purerl.run.checkpoint`` | orbax: arrays and a ``CheckpointRecord`` |
 | ``unreadable-checkpoints/`` | ``set_aside_checkpoint`` | checkpoints a resume could not read |
 | ``tensorboard/`` | ``purerl.run.tensorboard`` in ``tensorboard_dir`` | event files |
 | ``.lock`` | ``RunLock`` | held by the process training into the directory |
@@ -57,6 +57,13 @@ def checkpoints_dir(run_dir: Path) -> Path:
 def checkpoint_path(run_dir: Path, step: int) -> Path:
     """The directory of checkpoint ``step`` (updates done) of a run."""
     return checkpoints_dir(run_dir) / str(step)
+
+
+def complete_checkpoints(run_dir: Path) -> list[int]:
+    """Steps of the complete checkpoint directories on disk, oldest first, read from their
+    names alone: orbax writes a checkpoint as ``<step>.orbax-checkpoint-tmp`` and renames it
+    when complete (``purerl.run.checkpoint.available_steps`` asks orbax instead)."""
+    return sorted(int(p.name) for p in checkpoints_dir(run_dir).glob("*") if p.name.isdigit())
 
 
 def tensorboard_dir(run_dir: Path) -> Path:
@@ -198,8 +205,8 @@ class ConfigRecord:
 
         return cls(
             algo=algo,
-            config=json_ready(dataclasses.asdict(cfg)),
-            run=json_ready(dataclasses.asdict(options)),
+            config=fields_json(cfg),
+            run=fields_json(options),
             versions={"purerl": __version__, "jax": jax.__version__},
             created=datetime.datetime.now().isoformat(timespec="seconds"),
         )
@@ -228,6 +235,11 @@ class ConfigRecord:
 def json_ready(data: Any) -> Any:
     """JSON's view of ``data``: tuples become lists, as they will when read back."""
     return json.loads(json.dumps(data))
+
+
+def fields_json(obj: Any) -> dict[str, Any]:
+    """The fields of a configuration or run options dataclass, as JSON holds them."""
+    return json_ready(dataclasses.asdict(obj))
 
 
 def from_json(value: Any) -> Any:
@@ -274,6 +286,71 @@ def read_config(source: Path) -> ConfigRecord:
 
 def write_config(run_dir: Path, record: ConfigRecord) -> None:
     write_json(Path(run_dir) / CONFIG_FILE, record.to_json())
+
+
+class RunIdentity(NamedTuple):
+    """What makes a checkpoint a run's own: the algorithm, the configuration and the device
+    layout. Every checkpoint carries it (``CheckpointRecord``); a restore checks it."""
+
+    algo: str
+    config: dict[str, Any]
+    """The configuration's fields (``fields_json``)."""
+    placement: dict[str, Any] | None = None
+    """``{"mode": "seeds" | "data", "devices": D}``, None for one device."""
+
+
+def run_identity(algo: str, cfg: Any, placement: dict[str, Any] | None = None) -> RunIdentity:
+    """The identity of a run of ``algo`` with configuration ``cfg`` on ``placement``."""
+    return RunIdentity(algo, fields_json(cfg), placement)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointRecord:
+    """The JSON record each checkpoint carries beside its arrays (``checkpoints/<step>/record``,
+    which ``purerl.run.checkpoint``, the only orbax user, writes and reads through orbax)."""
+
+    algo: str
+    config: dict[str, Any]
+    placement: dict[str, Any] | None
+    """These three are the run's ``RunIdentity``."""
+    format_version: int
+    updates_done: int
+    mean_return: float | None
+    """Mean over seeds of the recent return (``keep_best`` ranks by it); None: no episode."""
+    transient: list[str]
+    """State fields left out of the checkpoint (a restore takes them fresh)."""
+    sessions: list[dict[str, Any]]
+    """One timing record per process of the run so far (``summary.json``'s ``sessions``)."""
+    metrics_rows: list[dict[str, Any]]
+    """The ``metrics.jsonl`` rows of the last chunk before it (``restore_metrics``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckpointRecord:
+        """A record as read back; fields an older writer left out take their empty values."""
+        return cls(
+            algo=data.get("algo"),
+            config=data.get("config", {}),
+            placement=data.get("placement"),
+            format_version=data.get("format_version"),
+            updates_done=int(data["updates_done"]),
+            mean_return=data.get("mean_return"),
+            transient=list(data.get("transient", ())),
+            sessions=list(data.get("sessions", [])),
+            metrics_rows=list(data.get("metrics_rows", [])),
+        )
+
+    @property
+    def identity(self) -> RunIdentity:
+        return RunIdentity(self.algo, self.config, self.placement)
+
+    @property
+    def replicas(self) -> int | None:
+        """The number of replicas a data-parallel checkpoint stacks, else None."""
+        layout = self.placement or {}
+        return layout.get("devices") if layout.get("mode") == "data" else None
 
 
 def report_rows(report: ChunkReport, env_steps_per_update: int, frame_skip: int) -> list[dict]:

@@ -1,10 +1,12 @@
-"""The life of a training run: check, lock, create or restore, train, summarise.
+"""The life of a training run: lock, create or restore, train, finish.
 
 ``run`` is what ``purerl train`` and ``purerl.train(..., run_dir=...)`` call. Everything that can
-be checked is checked before anything is written: the configuration, the devices, the
-environment and the algorithm, optional packages, the run directory and its lock, and the
-checkpoint a resumed run continues from. Errors the user can cause raise ``ConfigError`` (or a
-subclass) with one line saying what to do; the command line turns them into exit code 2.
+be checked is checked before anything is written (``purerl.run.setup.prepare``): the
+configuration, the devices, the environment and the algorithm, optional packages, the run
+directory and its lock, and the checkpoint a resumed run continues from. Errors the user can
+cause raise ``ConfigError`` (or a subclass) with one line saying what to do; the command line
+turns them into exit code 2. What a finished run writes besides its checkpoints comes from
+``purerl.run.summary``.
 """
 
 from __future__ import annotations
@@ -14,91 +16,21 @@ import dataclasses
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import jax
-import numpy as np
 
-from purerl import envs
-from purerl.algos import Algo, AlgoSpec
-from purerl.config import USER_ERRNOS, ConfigError, flag
+from purerl.algos import Algo
+from purerl.config import USER_ERRNOS, ConfigError
 from purerl.core import parallel
-from purerl.core.env import Environment
-from purerl.core.loop import (
-    CheckpointPolicy,
-    Evaluation,
-    History,
-    Snapshot,
-    Timing,
-    TrainResult,
-    init_agents,
-    train,
-)
+from purerl.core.loop import CheckpointPolicy, History, Snapshot, Timing, TrainResult, train
+from purerl.core.program import init_agents
 from purerl.core.report import Sink
-from purerl.core.stats import FINAL_WINDOW_EPISODES
-from purerl.extras import import_extra
-from purerl.options import RESUMABLE, RunOptions
 from purerl.run import checkpoint, rundir
-from purerl.run.capacity import (
-    check_memory,
-    format_bytes,
-    is_disk_full,
-    out_of_memory_message,
-    tree_bytes,
-)
+from purerl.run.capacity import disk_bytes, format_bytes, is_disk_full, out_of_memory_message
+from purerl.run.setup import Setup, TrainRequest, cpu_split_hint, make_evaluation, prepare
 from purerl.run.signals import StopOnSignal, Stopped
 from purerl.run.sinks import ProgressSink, notify, warn
-from purerl.runtime import initialize_distributed
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainRequest:
-    """A run to carry out: a new one, or the continuation of ``resume``."""
-
-    spec: AlgoSpec
-    cfg: Any
-    options: RunOptions
-    resume: Path | None = None
-    resume_from: int | None = None
-    """Continue from this checkpoint instead of the newest readable one."""
-    option_changes: dict[str, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
-    """Run options a resume changes: ``{field: (saved, given)}``."""
-    command: str | None = None
-    """The command that trains this algorithm (``purerl train ppo``), for the messages that
-    say how to resume."""
-    in_memory: bool = False
-    """Train without a run directory: nothing is written, nothing can be resumed."""
-    env: Any = None
-    """An environment object (or ``(env, params)``) to train on, built instead of ``cfg.env``
-    (which names it, ``object:<module>.<class>``)."""
-
-    def resume_hint(self, run_dir: Path) -> str:
-        return f"{self.command or 'purerl train ' + self.spec.name} --resume {run_dir}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Setup:
-    """Everything a run needs, built and checked before anything is written."""
-
-    request: TrainRequest
-    env: Environment
-    algo: Algo
-    devices: list
-    placement: parallel.Placement | None
-    identity: dict[str, Any]
-    """What a checkpoint must carry to be this run's: algorithm, configuration, device layout."""
-    transient: tuple[str, ...]
-    """State fields checkpoints leave out."""
-    state_bytes: dict[str, int]
-    """Bytes of one seed's state, by state field (as ``init`` builds it)."""
-
-    @property
-    def cfg(self) -> Any:
-        return self.request.cfg
-
-    @property
-    def options(self) -> RunOptions:
-        return self.request.options
+from purerl.run.summary import finish, make_sinks, make_summary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,94 +43,6 @@ class Outcome:
     algo: Algo
     interrupted_by: int | None = None
     """The signal that stopped the run early (after saving), if one did."""
-
-
-def merge_resume_options(saved: RunOptions, given: RunOptions) -> dict[str, tuple[Any, Any]]:
-    """The run options a resume changes, checked: only ``RESUMABLE`` ones may.
-
-    Raises:
-        ConfigError: naming the options that cannot change.
-    """
-    changes = {
-        f.name: (getattr(saved, f.name), getattr(given, f.name))
-        for f in dataclasses.fields(saved)
-        if getattr(saved, f.name) != getattr(given, f.name)
-    }
-    fixed = sorted(name for name in changes if name not in RESUMABLE)
-    if fixed:
-        raise ConfigError(
-            f"{', '.join(flag(n) for n in fixed)} cannot change when resuming: the run keeps "
-            f"them (they may: {', '.join(flag(n) for n in sorted(RESUMABLE))})"
-        )
-    return changes
-
-
-def prepare(request: TrainRequest) -> Setup:
-    """Devices, environment and algorithm of a run; raises on bad input, writes nothing."""
-    cfg, options, spec = request.cfg, request.options, request.spec
-    if options.distributed:
-        initialize_distributed(
-            options.coordinator_address, options.num_processes, options.process_id
-        )
-        if options.run_dir is None and request.resume is None:
-            raise ConfigError("--distributed needs --run-dir: every process must agree on it")
-    devices = parallel.select_devices(options.device, options.num_devices)
-    placement = None
-    if len(devices) > 1 or options.distributed:
-        placement = parallel.make_placement(devices, options.parallel, cfg.num_seeds, cfg.num_envs)
-    data_parallel = placement is not None and placement.mode == "data"
-    num_envs = cfg.num_envs // placement.num_devices if data_parallel else None
-    env = envs.from_config(cfg, num_envs, env=request.env)
-    if placement is not None and not env.pure:
-        raise ConfigError(
-            f"{cfg.env} runs on EnvPool, whose simulators live in this process: use one device "
-            "(--num-devices 1), several seeds share its pool"
-        )
-    algo = spec.build(cfg, env, axis_name=placement.axis_name if placement else None)
-    # Shapes only: traced without the device axis, which exists only inside shard_map.
-    shapes = jax.eval_shape(spec.build(cfg, env).init, jax.random.key(0))
-    state_bytes = {name: tree_bytes(getattr(shapes, name)) for name in shapes._fields}
-    check_memory(cfg, devices[0], placement, state_bytes)
-    if options.tensorboard:
-        import_extra("tensorboardX", "'purerl[tensorboard]'", "--tensorboard")
-    if options.wandb_project:
-        import_extra("wandb", "'purerl[wandb]'", "--wandb-project")
-    layout = {"mode": placement.mode, "devices": placement.num_devices} if placement else None
-    identity = checkpoint.run_identity(spec.name, cfg, layout)
-    transient = () if env.pure else ("env_state", "obs")
-    transient += tuple(f for f in options.excluded_state() if f in state_bytes)
-    return Setup(request, env, algo, devices, placement, identity, transient, state_bytes)
-
-
-def cpu_split_hint(setup: Setup) -> str | None:
-    """A tip for several seeds on one CPU device of a many-core CPU, the user not having chosen
-    the devices: one device per core runs their programs side by side."""
-    cfg, options = setup.cfg, setup.request.options
-    if setup.placement or setup.devices[0].platform != "cpu" or not setup.env.pure:
-        return None
-    if options.num_devices is not None or options.device != "auto":
-        return None
-    split = parallel.cpu_seed_split(cfg.num_seeds)
-    if split == 1:
-        return None
-    return (
-        f"tip: --num-devices {split} splits the {cfg.num_seeds} seeds over {split} CPU devices, "
-        "one per core, so that their programs run side by side (docs/performance.md)"
-    )
-
-
-def describe(setup: Setup) -> str:
-    """What a run will do, in one line (``--dry-run`` prints it)."""
-    cfg = setup.cfg
-    where = setup.placement.describe() if setup.placement else str(setup.devices[0])
-    frames = setup.env.spec.frame_skip
-    budget = f"{cfg.num_updates * cfg.env_steps_per_update:,} steps per seed"
-    if frames > 1:
-        budget += f" ({cfg.num_updates * cfg.env_steps_per_update * frames:,} frames)"
-    return (
-        f"{setup.request.spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {budget} in "
-        f"{cfg.num_updates} updates, on {where}"
-    )
 
 
 def run(
@@ -357,7 +201,7 @@ def train_and_finish(
     saver = None
     if options.checkpoints and run_dir is not None:
         saver = checkpoint.Checkpointer(
-            rundir.checkpoints_dir(run_dir),
+            run_dir,
             setup.identity,
             options.keep_checkpoints,
             options.keep_best,
@@ -414,28 +258,6 @@ def train_and_finish(
             finish(setup, run_dir, summary, result, extra_sinks)
     signum = stop.signum if (stop is not None and result.interrupted) else None
     return Outcome(run_dir, summary, result, setup.algo, signum)
-
-
-def make_evaluation(setup: Setup, sinks: Sequence[Sink] = ()) -> Evaluation | None:
-    """The evaluation ``--eval-every`` asks for: ``--eval-episodes`` fresh environments per seed,
-    built as the training ones are, played by the greedy policy (``run.evaluate``)."""
-    options, cfg = setup.options, setup.cfg
-    if not options.eval_every:
-        return None
-    from purerl.run.evaluate import make_evaluation as evaluation_program
-
-    if options.eval_every > cfg.num_updates:
-        warn(
-            sinks,
-            f"--eval-every {options.eval_every} is more than the run's {cfg.num_updates} "
-            "updates: it will not evaluate",
-        )
-    env = envs.from_config(cfg, options.eval_episodes, env=setup.request.env)
-    # Built without the device axis: the policy needs none, and the evaluation runs outside
-    # the data-parallel program, on the first replica's agents.
-    algo = setup.request.spec.build(cfg, setup.env)
-    replicated = setup.placement is not None and setup.placement.mode == "data"
-    return Evaluation(options.eval_every, evaluation_program(algo, env, replicated=replicated))
 
 
 def spans(updates: list[int]) -> str:
@@ -517,127 +339,6 @@ def checkpoint_bytes(setup: Setup, run_dir: Path, steps: list[int]) -> float:
     """The space the newest complete checkpoint takes on disk (allocated blocks, which many
     small files round up), else the state's size in memory."""
     if steps:
-        return checkpoint.disk_bytes(rundir.checkpoint_path(run_dir, steps[-1]))
+        return disk_bytes(rundir.checkpoint_path(run_dir, steps[-1]))
     saved = {k: v for k, v in setup.state_bytes.items() if k not in setup.transient}
     return sum(saved.values()) * setup.cfg.num_seeds
-
-
-def make_sinks(setup: Setup, run_dir: Path | None, start: Snapshot | None) -> list[Sink]:
-    """The metrics file, TensorBoard and W&B when asked for (with a run directory), and the
-    progress bar."""
-    cfg, options = setup.cfg, setup.options
-    if run_dir is None:
-        return progress_sinks(setup, start)
-    steps, frame_skip = cfg.env_steps_per_update, setup.env.spec.frame_skip
-    sinks: list[Sink] = [rundir.MetricsWriter(run_dir, steps, frame_skip)]
-    if options.tensorboard:
-        from purerl.run.tensorboard import TensorBoardSink
-
-        first = 0 if start is None else start.updates_done
-        sinks.append(TensorBoardSink(rundir.tensorboard_dir(run_dir), steps, frame_skip, first))
-    if options.wandb_project:
-        from purerl.run.wandb_sink import WandbSink
-
-        record = rundir.ConfigRecord.new(setup.request.spec.name, cfg, options).to_json()
-        sinks.append(
-            WandbSink(options.wandb_project, run_dir.name, record, steps, frame_skip, str(run_dir))
-        )
-    return sinks + progress_sinks(setup, start)
-
-
-def progress_sinks(setup: Setup, start: Snapshot | None) -> list[Sink]:
-    """The progress bar, when the run options ask for one."""
-    cfg = setup.cfg
-    if not setup.options.progress:
-        return []
-    history = None if start is None else start.history
-    return [
-        ProgressSink(
-            cfg.num_updates,
-            cfg.env_steps_per_update,
-            cfg.num_seeds,
-            setup.env.spec.frame_skip,
-            cfg.seed,
-            history=history,
-        )
-    ]
-
-
-def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir.Summary:
-    """The ``summary.json`` record of a run, over all of its processes."""
-    cfg = setup.cfg
-    final = result.final_returns
-    finite = final[np.isfinite(final)]
-    sessions = result.sessions
-    train_time = sum(s["train_time_s"] for s in sessions)
-    trained_steps = sum(s["env_steps"] for s in sessions)
-    done = result.timing.updates_done
-    steps_per_seed = done * cfg.env_steps_per_update
-    frame_skip = setup.env.spec.frame_skip
-    return rundir.Summary(
-        algo=setup.request.spec.name,
-        env=cfg.env,
-        final_mean_return=float(finite.mean()) if finite.size else None,
-        final_std_return=float(finite.std()) if finite.size else None,
-        per_seed_final_return=[float(x) if np.isfinite(x) else None for x in final],
-        final_return_window_episodes=FINAL_WINDOW_EPISODES,
-        num_seeds=cfg.num_seeds,
-        num_updates=done,
-        env_steps_per_seed=steps_per_seed,
-        total_env_steps=steps_per_seed * cfg.num_seeds,
-        total_frames=steps_per_seed * cfg.num_seeds * frame_skip,
-        resumed_from_update=resumed_from,
-        wall_time_s=sum(s["wall_time_s"] for s in sessions),
-        compile_time_s=sum(s["compile_time_s"] for s in sessions),
-        train_time_s=train_time,
-        checkpoint_time_s=sum(s["checkpoint_time_s"] for s in sessions),
-        steps_per_second=trained_steps / max(train_time, 1e-9),
-        sessions=sessions,
-        interrupted=result.interrupted,
-        eval_time_s=sum(s.get("eval_time_s", 0.0) for s in sessions),
-        device=parallel.memory_report(setup.placement),
-    )
-
-
-def finish(
-    setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult, sinks: Sequence[Sink]
-) -> None:
-    """Writes the summary and learning curves (from the run's history in memory) and says
-    where they went and how a stopped run goes on."""
-    from purerl.run.plots import Curves, draw_trial_graphs
-
-    cfg = setup.cfg
-    rundir.write_summary(run_dir, summary)
-    returns = result.history["episode/return"]
-    steps = cfg.env_steps_per_update * setup.env.spec.frame_skip
-    frames = np.arange(1, returns.shape[1] + 1, dtype=np.int64) * steps
-    status = "interrupted" if summary.interrupted else "finished"
-    # The evaluations of every process of the run, as metrics.jsonl holds them.
-    evaluations = rundir.read_evaluations(run_dir, cfg.num_seeds)
-    curves = Curves(
-        setup.request.spec.name, cfg.env, status, cfg.seed, frames, returns, evaluations
-    )
-    graphs = draw_trial_graphs(run_dir, curves, setup.options.plot_window)
-    notify(sinks, final_line(summary, run_dir))
-    notify(sinks, "learning curves: " + ", ".join(str(path) for path in graphs))
-    if result.interrupted:
-        how = setup.request.resume_hint(run_dir)
-        saved = (
-            "checkpoint saved" if setup.options.checkpoints else "no checkpoint (--no-checkpoints)"
-        )
-        notify(
-            sinks,
-            f"stopped at update {summary.num_updates} of {cfg.num_updates}; {saved}; "
-            f"continue with: {how}",
-        )
-
-
-def final_line(summary: rundir.Summary, run_dir: Path) -> str:
-    mean, std = summary.final_mean_return, summary.final_std_return
-    ret = "no finished episode" if mean is None else f"{mean:.1f} +- {std:.1f}"
-    return (
-        f"final mean return {ret} over {summary.num_seeds} seed(s) | "
-        f"{summary.total_env_steps:,} steps in {summary.wall_time_s:.1f} s "
-        f"(compile {summary.compile_time_s:.1f} s, "
-        f"{summary.steps_per_second:,.0f} steps/s) | {run_dir}"
-    )

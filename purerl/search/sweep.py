@@ -21,12 +21,13 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import ConfigError
 from purerl.core import parallel
-from purerl.core.loop import HISTORY_KEYS, Agent, Snapshot, TrainResult, init_agents, train
+from purerl.core.loop import HISTORY_KEYS, Snapshot, TrainResult, train
 from purerl.core.parallel import Placement
+from purerl.core.program import Agent, init_agents
 from purerl.core.report import ChunkReport, Sink
 from purerl.core.stats import FINAL_WINDOW_EPISODES, recent_mean_return
 
@@ -222,13 +223,13 @@ def run_batch(
         raise ValueError("configurations of one batch may differ only in traced fields")
     base = configs[0]
     num_agents = len(configs) * base.num_seeds
-    env = envs.from_config(base)
+    env, algo = spec.make(base)
     if not env.pure:
         raise ConfigError(
             f"{base.env} steps outside JAX and cannot be vmapped over configurations; sweeps "
             "need a pure JAX environment"
         )
-    algo = flag_nonfinite_losses(spec.build(base, env))
+    algo = flag_nonfinite_losses(algo)
     agents = sweep_agents(algo, spec, configs, placement)
     start = Snapshot(agents, empty_history(num_agents), 0, {})
     tracker = AgentTracker(num_agents, on_chunk)

@@ -11,8 +11,8 @@ from jax.extend.core import jaxprs_in_params
 
 from purerl import algos, envs
 from purerl.algos.dqn import DQNConfig, make_dqn
-from purerl.core.loop import compile_chunk, init_agents, make_run_chunk, over_seeds
 from purerl.core.nets import make_q_network
+from purerl.core.program import compile_chunk, init_agents, make_run_chunk, over_seeds
 from purerl.envs.probes import PROBES
 from tests.helpers import leaves_equal, train_probes
 

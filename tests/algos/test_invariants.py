@@ -16,14 +16,13 @@ import pytest
 
 from purerl import algos, envs
 from purerl.config import ConfigError
-from purerl.core.loop import (
-    Evaluation,
+from purerl.core.loop import Evaluation, train
+from purerl.core.program import (
     init_agent,
     init_agents,
     init_program,
     make_run_chunk,
     over_seeds,
-    train,
 )
 from purerl.run.evaluate import make_evaluation
 from tests.helpers import as_numpy, leaves_equal
@@ -54,7 +53,7 @@ def smoke(name: str, **changes):
 
 def run(name: str, updates_per_chunk: int | None = None, **changes):
     spec, cfg = smoke(name, **changes)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     return train(algo, cfg, updates_per_chunk=updates_per_chunk)
 
 
@@ -115,7 +114,7 @@ def test_init_is_one_program_whatever_the_traced_hyperparameters(name):
     spec, cfg = smoke(name)
     # Every traced field moved to another valid value (halving keeps rates and discounts valid).
     other = dataclasses.replace(cfg, **{f: 0.5 * getattr(cfg, f) for f in spec.traced})
-    algo, other_algo = (spec.build(c, envs.from_config(c)) for c in (cfg, other))
+    algo, other_algo = (spec.make(c).algo for c in (cfg, other))
     seeds = jnp.zeros((1,), jnp.int32)
     texts = [
         init_program(a, None).lower((seeds, jax.tree.map(lambda x: x[None], a.hparams))).as_text()
@@ -133,7 +132,7 @@ def test_init_is_one_program_whatever_the_traced_hyperparameters(name):
 @pytest.mark.slow
 def test_update_traces_once_across_repeated_chunk_calls(name):
     spec, cfg = smoke(name)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     traces = 0
 
     def counting_update(state, key):
@@ -157,7 +156,7 @@ def test_evaluating_during_training_changes_nothing_of_it(name, whole):
     # One update per chunk, the program the checkpoint tests train (the compilation cache
     # serves it); the evaluation after updates 3 and 6 is the one program compiled here.
     spec, cfg = smoke(name)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     program = make_evaluation(algo, envs.from_config(cfg, 2))
     evaluated = train(algo, cfg, updates_per_chunk=1, evaluation=Evaluation(3, program))
     assert leaves_equal(whole.agents, evaluated.agents)
@@ -190,7 +189,7 @@ def test_state_leaves_are_numpy_convertible(name, whole):
 
 def test_greedy_acting_is_deterministic_and_shaped_like_the_action_space(name, whole):
     spec, cfg = smoke(name)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     state = jax.tree.map(lambda x: x[0], whole.agents.state)
     memory = algos.initial_memory(algo, cfg.num_envs)
     first, _ = algos.policy_step(algo, state, state.obs, jax.random.key(0), True, memory)
@@ -257,7 +256,7 @@ def start_state(spec, algo, cfg):
 
 
 def compile_update(spec, cfg):
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     lowered = jax.jit(algo.update).lower(start_state(spec, algo, cfg), jax.random.key(0))
     return algo, lowered.compile(compiler_options=QUICK_COMPILE)
 
@@ -334,7 +333,7 @@ def first_attempts_program(name: str, spec, cfg, programs: dict | None = None):
 
 
 def initial_param_shapes(spec, cfg) -> list:
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     params = jax.eval_shape(algo.init, jax.random.key(cfg.seed)).params
     return [x.shape for x in jax.tree.leaves(params)]
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos.td3 import smoothed_target_actions
 from purerl.config import ConfigError
 from purerl.core.env import Box
@@ -20,7 +20,7 @@ from tests.helpers import leaves_equal
 def build(name: str, **changes):
     spec = algos.get(name)
     cfg = dataclasses.replace(spec.smoke, **changes)
-    algo = spec.build(cfg, envs.from_config(cfg))
+    algo = spec.make(cfg).algo
     return cfg, algo, jax.jit(algo.update)
 
 
@@ -93,4 +93,4 @@ def test_configurations_that_cannot_run_are_refused(name):
             dataclasses.replace(smoke, **changes)
     cfg = dataclasses.replace(smoke, env="CartPole-v1")
     with pytest.raises(ConfigError, match="continuous"):
-        algos.get(name).build(cfg, envs.from_config(cfg))
+        algos.get(name).make(cfg)

@@ -10,7 +10,8 @@ import pytest
 
 from purerl import algos, envs
 from purerl.algos.ppo import PPOConfig, make_ppo
-from purerl.core.loop import compile_chunk, init_agents, train
+from purerl.core.loop import train
+from purerl.core.program import compile_chunk, init_agents
 from purerl.envs.probes import PROBES
 from purerl.presets.ppo import PRESETS
 from tests.helpers import train_probes
@@ -20,7 +21,7 @@ TINY = algos.get("ppo").smoke
 
 
 def run(cfg: PPOConfig, updates_per_chunk=None):
-    return train(make_ppo(cfg, envs.from_config(cfg)), cfg, updates_per_chunk=updates_per_chunk)
+    return train(algos.get("ppo").make(cfg).algo, cfg, updates_per_chunk=updates_per_chunk)
 
 
 @pytest.mark.slow

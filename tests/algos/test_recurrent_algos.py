@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos.onpolicy import acting
 from purerl.algos.ppo import sample, state_value
 from purerl.algos.pqn import greedy_value
@@ -36,8 +36,7 @@ def test_ppo_replays_each_sequence_from_its_recorded_memory(network, length):
     rollout gives back the log-probabilities and values the policy had as it acted: episode
     starts inside a sequence reset the cell as they did in the rollout."""
     spec, cfg = recurrent_smoke("ppo", network, env="CartPole-v1", rollout_len=STEPS)
-    env = envs.from_config(cfg)
-    algo = spec.build(cfg, env)
+    env, algo = spec.make(cfg)
     state = algo.init(jax.random.key(0))
     net = Recurrent(
         make_actor_critic(
@@ -69,8 +68,7 @@ def test_ppo_replays_each_sequence_from_its_recorded_memory(network, length):
 
 def test_pqn_replays_each_sequence_from_its_recorded_memory():
     spec, cfg = recurrent_smoke("pqn", "lstm", rollout_len=STEPS)
-    env = envs.from_config(cfg)
-    algo = spec.build(cfg, env)
+    env, algo = spec.make(cfg)
     state = algo.init(jax.random.key(0))
     net = Recurrent(
         make_q_network(

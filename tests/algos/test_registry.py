@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import purerl
-from purerl import algos, envs
+from purerl import algos
 from purerl.algos import Algo, AlgoSpec
 from purerl.config import CommonConfig, require_positive
 from purerl.core.loop import train
@@ -121,7 +121,7 @@ def toy():
 @pytest.mark.slow
 def test_the_toy_trains_through_the_shared_loop(toy):
     cfg = dataclasses.replace(toy.smoke, num_seeds=2)
-    result = train(toy.build(cfg, envs.from_config(cfg)), cfg)
+    result = train(toy.make(cfg).algo, cfg)
     assert result.history["loss/total"].shape == (2, 6)
     assert np.isfinite(result.history["loss/total"]).all()
     assert np.isfinite(result.final_returns).all()
@@ -162,7 +162,7 @@ def test_the_toy_sweeps_as_one_program_and_matches_single_runs(toy):
     configs = [dataclasses.replace(toy.smoke, lr=lr) for lr in (0.05, 0.5)]
     results = sweep("toy", configs)
     for cfg, swept in zip(configs, results, strict=True):
-        alone = train(toy.build(cfg, envs.from_config(cfg)), cfg)
+        alone = train(toy.make(cfg).algo, cfg)
         np.testing.assert_allclose(swept.returns, alone.final_returns, rtol=1e-5)
 
 

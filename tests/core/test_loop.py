@@ -8,16 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.core.loop import (
-    Agent,
-    CheckpointPolicy,
-    checkpoint_due,
-    first_nonfinite,
-    nonfinite_message,
-    over_seeds,
-    plan_chunks,
-)
+from purerl.core.loop import CheckpointPolicy, first_nonfinite, nonfinite_message
+from purerl.core.program import Agent, over_seeds
 from purerl.core.report import ChunkReport
+from purerl.core.schedule import checkpoint_due, plan_chunks
 from purerl.run.rundir import report_rows
 
 

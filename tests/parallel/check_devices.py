@@ -130,7 +130,7 @@ def data_mode_trains() -> dict:
     # that run loads this program from the compilation cache.
     cfg = dataclasses.replace(TINY, num_seeds=2)
     placement = make_placement(select_devices("cpu", 4), "data", 2, 4)
-    algo = make_ppo(cfg, envs.from_config(cfg, 1), axis_name=DEVICE_AXIS)
+    algo = PPO.make(cfg, num_envs=1, axis_name=DEVICE_AXIS).algo
     result = train(algo, cfg, placement=placement)
     leaf = jax.tree.leaves(result.agents.state.params)[0]
     return {"data_param_shape": list(leaf.shape), "data_updates": result.timing.updates_done}

@@ -11,9 +11,10 @@ import jax
 import pytest
 
 from purerl import algos
-from purerl.core import loop
+from purerl.core import loop, program
 from purerl.options import options_for
 from purerl.run import checkpoint, session
+from purerl.run.setup import TrainRequest
 from tests.helpers import leaves_equal, metric_rows, run_cli, tree_digest
 
 PPO = algos.get("ppo").smoke
@@ -38,7 +39,7 @@ def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options
     spec = algos.get(name)
     options = {"progress": False, "updates_per_chunk": 1, **options}
     opts = options_for(spec)(run_dir=None if resume else str(run_dir), **options)
-    request = session.TrainRequest(
+    request = TrainRequest(
         spec, cfg, opts, resume=Path(run_dir) if resume else None, resume_from=resume_from
     )
     return session.run(request, stop)
@@ -55,10 +56,10 @@ def smoke_of(variant: str):
 @pytest.mark.slow
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, variant):
     programs = []
-    compile_chunk = loop.compile_chunk
+    compile_chunk = program.compile_chunk
 
     def record_program(algo, agents, *args, **kwargs):
-        chunk = loop.over_seeds(loop.make_run_chunk(algo, 1))
+        chunk = program.over_seeds(program.make_run_chunk(algo, 1))
         programs.append(jax.jit(chunk, donate_argnums=0).lower(agents).as_text())
         return compile_chunk(algo, agents, *args, **kwargs)
 

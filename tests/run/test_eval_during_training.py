@@ -15,12 +15,13 @@ from gymnax.environments import spaces
 
 from purerl import algos, envs
 from purerl.algos import Algo
-from purerl.core import loop
+from purerl.core import program, schedule
 from purerl.core.report import ChunkReport
 from purerl.options import options_for
 from purerl.run import rundir, session
 from purerl.run.evaluate import load_agents, make_evaluation
 from purerl.run.plots import Curves, compare_runs, draw_trial_graphs
+from purerl.run.setup import TrainRequest
 from tests.helpers import TINY_ARGS, leaves_equal, metric_rows, one_error_line, run_cli
 
 EVAL_KEYS = ("eval/return", "eval/length")
@@ -105,25 +106,25 @@ def test_a_resumed_run_evaluates_where_and_as_an_uninterrupted_one(evaluated_run
 
     cut = tmp_path / "cut"
     opts = options_for(spec)(run_dir=str(cut), **options)
-    stopped = session.run(session.TrainRequest(spec, cfg, opts), StopAfter3())
+    stopped = session.run(TrainRequest(spec, cfg, opts), StopAfter3())
     assert stopped.summary.num_updates == 3
     np.testing.assert_array_equal(stopped.result.evaluations["update"], [2])
-    resumed = session.run(session.TrainRequest(spec, cfg, options_for(spec)(**options), resume=cut))
+    resumed = session.run(TrainRequest(spec, cfg, options_for(spec)(**options), resume=cut))
     np.testing.assert_array_equal(resumed.result.evaluations["update"], [4, 6])
     assert metric_rows(cut) == metric_rows(run_dir)
 
 
 def test_chunks_end_at_every_evaluation_from_any_start():
-    assert loop.cut_at_multiples([4, 4, 4], 0, 6) == [4, 2, 2, 4]
-    assert loop.cut_at_multiples([5, 5], 3, 4) == [1, 4, 4, 1]  # a resume from update 3
-    assert loop.cut_at_multiples([3, 3], 0, 3) == [3, 3]
-    assert loop.cut_at_multiples([10], 0, 20) == [10]
+    assert schedule.cut_at_multiples([4, 4, 4], 0, 6) == [4, 2, 2, 4]
+    assert schedule.cut_at_multiples([5, 5], 3, 4) == [1, 4, 4, 1]  # a resume from update 3
+    assert schedule.cut_at_multiples([3, 3], 0, 3) == [3, 3]
+    assert schedule.cut_at_multiples([10], 0, 20) == [10]
     # One chunk length where the evaluations divide the run; a resumed run ends its chunks
     # where an uninterrupted one does.
-    assert loop.plan_evaluated_chunks(976, None, 61) == [61] * 16
-    assert loop.plan_evaluated_chunks(100, None, 30) == [5] * 20
-    assert loop.plan_evaluated_chunks(100, None, 30, start=47) == [3] + [5] * 10
-    assert loop.plan_evaluated_chunks(100, 8, 30, start=47) == [1, 8, 4, 4, 8, 8, 8, 2, 6, 4]
+    assert schedule.plan_evaluated_chunks(976, None, 61) == [61] * 16
+    assert schedule.plan_evaluated_chunks(100, None, 30) == [5] * 20
+    assert schedule.plan_evaluated_chunks(100, None, 30, start=47) == [3] + [5] * 10
+    assert schedule.plan_evaluated_chunks(100, 8, 30, start=47) == [1, 8, 4, 4, 8, 8, 8, 2, 6, 4]
 
 
 class Line:
@@ -175,7 +176,7 @@ def test_the_mean_return_is_the_first_episode_of_each_environment_under_the_gree
         return jnp.full(obs.shape[:1], 0 if greedy else 1, jnp.int32)
 
     env = envs.make(Line(), num_episodes)
-    agents = loop.Agent(
+    agents = program.Agent(
         PolicyState(jnp.zeros(2)),
         jax.vmap(jax.random.key)(jnp.arange(2)),
         jnp.arange(2, dtype=jnp.int32),
@@ -186,7 +187,7 @@ def test_the_mean_return_is_the_first_episode_of_each_environment_under_the_gree
     metrics = jax.jit(make_evaluation(Algo(None, None, act), env, max_steps))(agents, 10)
     for seed in range(2):
         # The environments the evaluation after update 10 plays start where these do.
-        key = loop.evaluation_key(agents.key[seed], 10)
+        key = program.evaluation_key(agents.key[seed], 10)
         _, obs = env.reset(jax.random.split(key)[0], env.default_params)
         starts = np.asarray(obs[:, 0]).astype(int)
         episodes = [reference_episode(p, Line.default_params) for p in starts]

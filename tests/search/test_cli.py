@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from purerl import envs
-from purerl.algos.ppo import PPOConfig, make_ppo
+from purerl import algos
+from purerl.algos.ppo import PPOConfig
 from purerl.cli.search import SearchArgs, spec_data
 from purerl.core.loop import train
 from purerl.run.rundir import read_config
@@ -234,7 +234,7 @@ def test_best_config_reruns_to_its_rows_returns(tiny_search):
     best = best_row(rows)
     record = read_config(search_dir / "best_config.json")
     cfg = record.make_config(PPOConfig, search_dir)
-    result = train(make_ppo(cfg, envs.from_config(cfg)), cfg)
+    result = train(algos.get("ppo").make(cfg).algo, cfg)
     expected = [float(best["return_seed_0"]), float(best["return_seed_1"])]
     np.testing.assert_allclose(result.final_returns, expected, rtol=1e-5)
 

@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from purerl import envs
-from purerl.algos.ppo import PPOConfig, make_ppo
+from purerl import algos
+from purerl.algos.ppo import PPOConfig
 from purerl.core.loop import train
 from purerl.run.rundir import read_config
 from purerl.search.plan import make_plan
@@ -117,6 +117,6 @@ def test_tiny_search_on_a_local_ray_instance(local_ray, tmp_path):
     row = next(r for r in rows if r["status"] == "done")
     best = read_config(search_dir / "best_config.json").make_config(PPOConfig, search_dir)
     cfg = dataclasses.replace(best, lr=float(row["lr"]))
-    result = train(make_ppo(cfg, envs.from_config(cfg)), cfg)
+    result = train(algos.get("ppo").make(cfg).algo, cfg)
     expected = [float(row["return_seed_0"]), float(row["return_seed_1"])]
     np.testing.assert_allclose(result.final_returns, expected, rtol=1e-5)

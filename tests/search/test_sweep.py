@@ -9,9 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import algos, envs
-from purerl.algos.dqn import make_dqn
-from purerl.algos.ppo import PPOHparams, make_ppo
+from purerl import algos
+from purerl.algos.ppo import PPOHparams
 from purerl.core.loop import train
 from purerl.core.report import ChunkReport
 from purerl.search.sweep import (
@@ -35,8 +34,8 @@ TINY_DQN = dataclasses.replace(algos.get("dqn").smoke, seed=3)
 LEARNING_RATES = (1e-3, 3e-3, 1e-2)
 
 
-def single_run(cfg, build):
-    return train(build(cfg, envs.from_config(cfg)), cfg)
+def single_run(cfg):
+    return train(algos.for_config(cfg).make(cfg).algo, cfg)
 
 
 def assert_agent_matches_single_run(batch, agent, single):
@@ -56,7 +55,7 @@ def test_ppo_sweep_of_three_learning_rates_equals_single_runs():
     # Every configuration's first seed, and the second seed of one (agent (k, s) is 2k + s).
     for k, s in [(0, 0), (1, 0), (2, 0), (0, 1)]:
         alone = dataclasses.replace(configs[k], seed=TINY_PPO.seed + s, num_seeds=1)
-        assert_agent_matches_single_run(batch, 2 * k + s, single_run(alone, make_ppo))
+        assert_agent_matches_single_run(batch, 2 * k + s, single_run(alone))
     for k in range(3):
         np.testing.assert_array_equal(
             batch.configs[k].returns, batch.train.final_returns[2 * k : 2 * k + 2]
@@ -71,7 +70,7 @@ def test_dqn_sweep_of_three_learning_rates_equals_single_runs():
     configs = [dataclasses.replace(TINY_DQN, lr=lr) for lr in LEARNING_RATES]
     batch = run_batch(algos.get("dqn"), configs)
     for k, cfg in enumerate(configs):
-        assert_agent_matches_single_run(batch, k, single_run(cfg, make_dqn))
+        assert_agent_matches_single_run(batch, k, single_run(cfg))
     params = jax.tree.leaves(batch.train.agents.state.params)[0]
     assert not np.allclose(params[0], params[1])
 

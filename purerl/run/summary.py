@@ -1,0 +1,140 @@
+"""What a run writes besides its checkpoints: the sinks its metrics go to while it trains
+(``metrics.jsonl``, TensorBoard, W&B, the progress bar), and at its end the ``summary.json``
+record, the learning curves and the line that says how it went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from purerl.core import parallel
+from purerl.core.loop import Snapshot, TrainResult
+from purerl.core.report import Sink
+from purerl.core.stats import FINAL_WINDOW_EPISODES
+from purerl.run import rundir
+from purerl.run.setup import Setup
+from purerl.run.sinks import ProgressSink, notify
+
+
+def make_sinks(setup: Setup, run_dir: Path | None, start: Snapshot | None) -> list[Sink]:
+    """The metrics file, TensorBoard and W&B when asked for (with a run directory), and the
+    progress bar."""
+    cfg, options = setup.cfg, setup.options
+    if run_dir is None:
+        return progress_sinks(setup, start)
+    steps, frame_skip = cfg.env_steps_per_update, setup.env.spec.frame_skip
+    sinks: list[Sink] = [rundir.MetricsWriter(run_dir, steps, frame_skip)]
+    if options.tensorboard:
+        from purerl.run.tensorboard import TensorBoardSink
+
+        first = 0 if start is None else start.updates_done
+        sinks.append(TensorBoardSink(rundir.tensorboard_dir(run_dir), steps, frame_skip, first))
+    if options.wandb_project:
+        from purerl.run.wandb_sink import WandbSink
+
+        record = rundir.ConfigRecord.new(setup.request.spec.name, cfg, options).to_json()
+        sinks.append(
+            WandbSink(options.wandb_project, run_dir.name, record, steps, frame_skip, str(run_dir))
+        )
+    return sinks + progress_sinks(setup, start)
+
+
+def progress_sinks(setup: Setup, start: Snapshot | None) -> list[Sink]:
+    """The progress bar, when the run options ask for one."""
+    cfg = setup.cfg
+    if not setup.options.progress:
+        return []
+    history = None if start is None else start.history
+    return [
+        ProgressSink(
+            cfg.num_updates,
+            cfg.env_steps_per_update,
+            cfg.num_seeds,
+            setup.env.spec.frame_skip,
+            cfg.seed,
+            history=history,
+        )
+    ]
+
+
+def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir.Summary:
+    """The ``summary.json`` record of a run, over all of its processes."""
+    cfg = setup.cfg
+    final = result.final_returns
+    finite = final[np.isfinite(final)]
+    sessions = result.sessions
+    train_time = sum(s["train_time_s"] for s in sessions)
+    trained_steps = sum(s["env_steps"] for s in sessions)
+    done = result.timing.updates_done
+    steps_per_seed = done * cfg.env_steps_per_update
+    frame_skip = setup.env.spec.frame_skip
+    return rundir.Summary(
+        algo=setup.request.spec.name,
+        env=cfg.env,
+        final_mean_return=float(finite.mean()) if finite.size else None,
+        final_std_return=float(finite.std()) if finite.size else None,
+        per_seed_final_return=[float(x) if np.isfinite(x) else None for x in final],
+        final_return_window_episodes=FINAL_WINDOW_EPISODES,
+        num_seeds=cfg.num_seeds,
+        num_updates=done,
+        env_steps_per_seed=steps_per_seed,
+        total_env_steps=steps_per_seed * cfg.num_seeds,
+        total_frames=steps_per_seed * cfg.num_seeds * frame_skip,
+        resumed_from_update=resumed_from,
+        wall_time_s=sum(s["wall_time_s"] for s in sessions),
+        compile_time_s=sum(s["compile_time_s"] for s in sessions),
+        train_time_s=train_time,
+        checkpoint_time_s=sum(s["checkpoint_time_s"] for s in sessions),
+        steps_per_second=trained_steps / max(train_time, 1e-9),
+        sessions=sessions,
+        interrupted=result.interrupted,
+        eval_time_s=sum(s.get("eval_time_s", 0.0) for s in sessions),
+        device=parallel.memory_report(setup.placement),
+    )
+
+
+def finish(
+    setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult, sinks: Sequence[Sink]
+) -> None:
+    """Writes the summary and learning curves (from the run's history in memory) and says
+    where they went and how a stopped run goes on."""
+    from purerl.run.plots import Curves, draw_trial_graphs
+
+    cfg = setup.cfg
+    rundir.write_summary(run_dir, summary)
+    returns = result.history["episode/return"]
+    steps = cfg.env_steps_per_update * setup.env.spec.frame_skip
+    frames = np.arange(1, returns.shape[1] + 1, dtype=np.int64) * steps
+    status = "interrupted" if summary.interrupted else "finished"
+    # The evaluations of every process of the run, as metrics.jsonl holds them.
+    evaluations = rundir.read_evaluations(run_dir, cfg.num_seeds)
+    curves = Curves(
+        setup.request.spec.name, cfg.env, status, cfg.seed, frames, returns, evaluations
+    )
+    graphs = draw_trial_graphs(run_dir, curves, setup.options.plot_window)
+    notify(sinks, final_line(summary, run_dir))
+    notify(sinks, "learning curves: " + ", ".join(str(path) for path in graphs))
+    if result.interrupted:
+        how = setup.request.resume_hint(run_dir)
+        saved = (
+            "checkpoint saved" if setup.options.checkpoints else "no checkpoint (--no-checkpoints)"
+        )
+        notify(
+            sinks,
+            f"stopped at update {summary.num_updates} of {cfg.num_updates}; {saved}; "
+            f"continue with: {how}",
+        )
+
+
+def final_line(summary: rundir.Summary, run_dir: Path) -> str:
+    mean, std = summary.final_mean_return, summary.final_std_return
+    ret = "no finished episode" if mean is None else f"{mean:.1f} +- {std:.1f}"
+    return (
+        f"final mean return {ret} over {summary.num_seeds} seed(s) | "
+        f"{summary.total_env_steps:,} steps in {summary.wall_time_s:.1f} s "
+        f"(compile {summary.compile_time_s:.1f} s, "
+        f"{summary.steps_per_second:,.0f} steps/s) | {run_dir}"
+    )

@@ -34,7 +34,9 @@ import tyro
 
 from benchmarks.timing import peak_rss_mib, timed
 from purerl import envs
-from purerl.algos.ppo import act, make_ppo
+from purerl.algos.onpolicy import acting
+from purerl.algos.ppo import make_ppo, sample, state_value
+from purerl.core.memory import FeedForward
 from purerl.core.program import init_agents
 from purerl.core.rollout import collect
 from purerl.envs.envpool import AtariProtocol
@@ -116,8 +118,8 @@ def measure(args: AtariBenchArgs) -> AtariTimes:
         network = make_actor_critic(
             env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
         )
-        policy = functools.partial(act, network, state.params)
-        return collect(env, None, policy, state.env_state, state.obs, key, steps).env_state
+        policy = acting(FeedForward(network, state_value), state.params, sample)
+        return collect(env, None, policy, state.env_state, state.obs, key, steps, ()).env_state
 
     def updates(state, key):
         def body(state, key):

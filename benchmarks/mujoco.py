@@ -30,7 +30,6 @@ noisy machine a share can come out slightly negative.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import platform
 import statistics
@@ -44,7 +43,9 @@ import tyro
 from benchmarks.reference_continuous import XlaPool, make_ppo_continuous_train, make_xla_pool
 from benchmarks.timing import peak_rss_mib, timed
 from purerl import algos
-from purerl.algos.ppo import act
+from purerl.algos.onpolicy import acting
+from purerl.algos.ppo import sample, state_value
+from purerl.core.memory import FeedForward
 from purerl.core.nets import make_actor_critic
 from purerl.core.program import compile_chunk, init_agents
 from purerl.core.rollout import collect
@@ -122,11 +123,13 @@ def purerl_rows(cfg, steps: int) -> tuple[dict, dict]:
     network = make_actor_critic(
         env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
     )
+    net = FeedForward(network, state_value)
 
     def rollout(state, key):
-        policy = functools.partial(act, network, state.params)
-        # The whole rollout is returned, so XLA keeps all of the acting work.
-        return collect(env, env.default_params, policy, state.env_state, state.obs, key, steps)
+        # PPO's behaviour policy as its update runs it. The whole rollout is returned, so XLA
+        # keeps all of the acting work.
+        policy = acting(net, state.params, sample)
+        return collect(env, env.default_params, policy, state.env_state, state.obs, key, steps, ())
 
     if cfg.num_seeds > 1:
         rollout = jax.vmap(rollout)

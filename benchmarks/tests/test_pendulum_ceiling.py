@@ -78,16 +78,21 @@ def test_episode_starts_are_where_a_ppo_run_starts_its_episodes(monkeypatch):
     start of each episode (two updates of 16 envs x 256 steps: episodes start at steps 0 and
     200 of every environment)."""
     import purerl
-    import purerl.algos.ppo as ppo
+    import purerl.algos.onpolicy as onpolicy
 
     acted_on = []
-    act = ppo.act
+    acting = onpolicy.acting
 
-    def recording_act(network, params, obs, key):
-        jax.debug.callback(lambda o: acted_on.append(np.asarray(o)), obs)
-        return act(network, params, obs, key)
+    def recording_acting(net, params, behave):
+        act = acting(net, params, behave)
 
-    monkeypatch.setattr(ppo, "act", recording_act)
+        def recording_act(memory, obs, key):
+            jax.debug.callback(lambda o: acted_on.append(np.asarray(o)), obs)
+            return act(memory, obs, key)
+
+        return recording_act
+
+    monkeypatch.setattr(onpolicy, "acting", recording_acting)
     budget = 2 * 16 * 256
     purerl.train("ppo", env="Pendulum-v1", seed=3, normalize_obs=False, total_timesteps=budget)
     acted_on = np.stack(acted_on)  # [512, 16, 3]

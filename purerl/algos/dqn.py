@@ -265,15 +265,6 @@ SPEC = AlgoSpec(
     hparams_cls=DQNHparams,
     build=make_dqn,
     presets_module="purerl.presets.dqn",
-    smoke=DQNConfig(
-        num_envs=4,
-        rollout_len=8,
-        buffer_size=64,
-        batch_size=16,
-        learning_starts=32,
-        target_update_period=64,
-        hidden_sizes=(16,),
-        total_timesteps=4 * 8 * 6,
-    ),
+    smoke=DQNConfig(**offpolicy.SMOKE, target_update_period=64),
     excludable=("buffer",),
 )

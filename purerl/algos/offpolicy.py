@@ -36,6 +36,18 @@ from purerl.core.rollout import PolicyStep, collect
 from purerl.core.stats import summarize
 from purerl.core.types import Array, Key, Metrics, PyTree, Transition
 
+SMOKE = {
+    "num_envs": 4,
+    "rollout_len": 8,
+    "buffer_size": 64,
+    "batch_size": 16,
+    "learning_starts": 32,
+    "hidden_sizes": (16,),
+    "total_timesteps": 4 * 8 * 6,
+}
+"""The sizes of a replay algorithm's smoke configuration (``AlgoSpec.smoke``): six updates, of
+which the first only collects and the others learn."""
+
 MAX_STEPS = 2**31 - 1
 """Environment and gradient steps are counted in int32 inside the update."""
 

@@ -242,15 +242,6 @@ SPEC = AlgoSpec(
     hparams_cls=SACHparams,
     build=make_sac,
     presets_module="purerl.presets.sac",
-    smoke=SACConfig(
-        env="Pendulum-v1",
-        num_envs=4,
-        rollout_len=8,
-        buffer_size=64,
-        batch_size=16,
-        learning_starts=32,
-        hidden_sizes=(16,),
-        total_timesteps=4 * 8 * 6,
-    ),
+    smoke=SACConfig(env="Pendulum-v1", **offpolicy.SMOKE),
     excludable=("buffer",),
 )

@@ -200,15 +200,6 @@ SPEC = AlgoSpec(
     hparams_cls=TD3Hparams,
     build=make_td3,
     presets_module="purerl.presets.td3",
-    smoke=TD3Config(
-        env="Pendulum-v1",
-        num_envs=4,
-        rollout_len=8,
-        buffer_size=64,
-        batch_size=16,
-        learning_starts=32,
-        hidden_sizes=(16,),
-        total_timesteps=4 * 8 * 6,
-    ),
+    smoke=TD3Config(env="Pendulum-v1", **offpolicy.SMOKE),
     excludable=("buffer",),
 )

@@ -243,8 +243,9 @@ def make(
     """Builds environment ``env``, vectorised over ``num_envs`` copies.
 
     Args:
-        env: a registered id (``list_envs()``), a ``module:factory`` string, or an environment
-            object or ``(env, params)`` pair (``purerl.envs.custom``).
+        env: a registered id (``list_envs()``), a ``module:factory`` string (or its imported
+            ``custom.Factory``), or an environment object or ``(env, params)`` pair
+            (``purerl.envs.custom``).
         num_envs: parallel environments per ``step``; None for one unbatched environment.
         normalize_obs: standardise observations with running statistics (needs ``num_envs``).
         scale_reward_gamma: divide rewards by the running standard deviation of the return
@@ -265,6 +266,9 @@ def make(
     """
     if isinstance(env, str):
         env_id, entry = env, lookup(env)
+    elif isinstance(env, custom.Factory):
+        env_id = env.env_id
+        entry = EnvEntry(functools.partial(custom.build_from_factory, env.make), "custom")
     else:
         env_id = custom.object_id(env)
         entry = EnvEntry(functools.partial(custom.build_from_object, env), "custom")
@@ -297,7 +301,8 @@ def from_config(cfg: Any, num_envs: int | None = None, env: Any = None) -> Envir
     """The environment a run of ``cfg`` trains on (``num_envs`` per agent, default
     ``cfg.num_envs``): the one construction the command line, the Python API, evaluation and
     sweeps share, so options, observation normalisation and seeds are never dropped. ``env``,
-    an environment object (or ``(env, params)``), is built instead of ``cfg.env``.
+    an environment object (or ``(env, params)``), or the ``custom.Factory`` of ``cfg.env``, is
+    built instead of looking ``cfg.env`` up.
 
     Raises:
         UnknownEnvError: ``cfg.env`` is not a registered id.

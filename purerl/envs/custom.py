@@ -7,21 +7,27 @@ adapts gymnax's own environments, or an object of purerl's own ``Environment`` i
 (``purerl.core.env``: a single, pure, auto-resetting environment). An ``(env, params)`` pair
 trains ``env`` with those parameters instead of its ``default_params``.
 
-A factory string (``--env mypackage.envs:make_env``) is imported, and its factory called with no
-arguments, wherever the run's environment is built: training, ``--resume``, ``purerl eval``,
-``purerl.load``. The module is looked up on ``sys.path`` and then in the current directory. An
-object has no such name: its run records ``object:<module>.<class>``, and evaluating or loading
-that run needs the object again (``purerl.load(run, env=obj)``).
+A factory string (``--env mypackage.envs:make_env``) that the user names is imported, and its
+factory called with no arguments, where the environment is built. The module is looked up on
+``sys.path`` and then in the current directory, which is on ``sys.path`` only while the module is
+imported. A run records the string; reading the run imports nothing: ``purerl eval``,
+``--resume``, ``--config`` and ``purerl.load`` build its environment from a ``Factory`` that the
+run layer resolves only when the user names the factory again or trusts the run
+(``purerl/run/trust.py``), the latter from ``sys.path`` as it is. An object has no such name: its
+run records ``object:<module>.<class>``, and evaluating or loading that run needs the object again
+(``purerl.load(run, env=obj)``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import importlib
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -79,8 +85,24 @@ def split(source: Any) -> tuple[Any, Any]:
     return source, None
 
 
-def load_factory(env_id: str) -> Callable[[], Any]:
-    """The function ``env_id`` (``module:factory``) names, imported.
+@dataclasses.dataclass(frozen=True)
+class Factory:
+    """A ``module:factory`` string and the function it names, imported already: what builds a
+    recorded run's environment once the user has vouched for it (``envs.make`` takes it)."""
+
+    env_id: str
+    make: Callable[[], Any]
+
+
+def resolve(env_id: str, search_cwd: bool = True) -> Factory:
+    """``env_id``'s factory, imported now (``load_factory``)."""
+    return Factory(env_id, load_factory(env_id, search_cwd))
+
+
+def load_factory(env_id: str, search_cwd: bool = True) -> Callable[[], Any]:
+    """The function ``env_id`` (``module:factory``) names, imported; ``search_cwd``: the module
+    may also come from the current directory (a factory the user typed), else from ``sys.path``
+    as it is.
 
     Raises:
         InvalidEnvError: bad syntax, a module that cannot be imported, a missing attribute, or
@@ -93,7 +115,7 @@ def load_factory(env_id: str) -> Callable[[], Any]:
             "(`purerl envs` lists the ids)"
         )
     module_name, attr = match.groups()
-    module = import_module(module_name, env_id)
+    module = import_module(module_name, env_id, search_cwd)
     factory: Any = module
     for part in attr.split("."):
         if not hasattr(factory, part):
@@ -107,24 +129,37 @@ def load_factory(env_id: str) -> Callable[[], Any]:
     return factory
 
 
-def import_module(name: str, env_id: str) -> Any:
-    """Imports ``name``, looking in the current directory too (the console script's
-    ``sys.path`` lacks it, ``python -m purerl``'s has it)."""
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.append(os.getcwd())
+def import_module(name: str, env_id: str, search_cwd: bool = True) -> Any:
+    """Imports ``name``; with ``search_cwd``, from the current directory too (the console
+    script's ``sys.path`` lacks it, ``python -m purerl``'s has it)."""
     try:
-        return importlib.import_module(name)
+        with current_directory_importable(search_cwd):
+            return importlib.import_module(name)
     except ModuleNotFoundError as err:
         if err.name is not None and (name + ".").startswith(err.name + "."):
-            raise InvalidEnvError(
-                f"{env_id}: no module named {err.name!r}; put its directory on PYTHONPATH or run "
-                "from it"
-            ) from None
+            where = "put its directory on PYTHONPATH" + (" or run from it" if search_cwd else "")
+            raise InvalidEnvError(f"{env_id}: no module named {err.name!r}; {where}") from None
         raise InvalidEnvError(f"{env_id}: importing {name} failed: {err}") from err
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         raise InvalidEnvError(
             f"{env_id}: importing {name} raised {type(err).__name__}: {err}"
         ) from err
+
+
+@contextlib.contextmanager
+def current_directory_importable(search_cwd: bool) -> Iterator[None]:
+    """The current directory last on ``sys.path`` while a module is imported, and off it again
+    afterwards: whatever directory happens to be current never stays importable for the rest of
+    the process."""
+    cwd = os.getcwd()
+    added = search_cwd and cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.append(cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            del sys.path[len(sys.path) - 1 - sys.path[::-1].index(cwd)]
 
 
 def factory_builder(env_id: str) -> Callable[..., Environment]:
@@ -140,6 +175,10 @@ def build_from_factory(
         made = factory()
     except InvalidEnvError:
         raise
+    except SystemExit as err:  # sys.exit inside a factory must not end the command silently
+        raise InvalidEnvError(
+            f"{env_id}() called sys.exit({err.code!r}) instead of returning an environment"
+        ) from err
     except Exception as err:
         raise InvalidEnvError(f"{env_id}() raised {type(err).__name__}: {err}") from err
     return adapt(made, env_id, **options)

@@ -5,7 +5,8 @@ Loads a checkpoint of the run (``--checkpoint latest``, ``best`` or an update co
 in training: sampled actions, or epsilon-greedy at the final epsilon), and prints mean / std /
 min / max return per seed. ``--video out.mp4`` (or ``out.gif``) also records one episode of
 ``--seed-index`` (default the first seed). Reading a run never changes it, and works while it
-trains.
+trains. Nor does it run the run's code: a run on a module:factory environment needs ``--env``
+naming that factory again, or ``--trust-run-code``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tyro
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.options import hint
+from purerl.run.trust import COMMAND, TRUST_HELP
 from purerl.run.video import FORMATS, require_writer, write_video
 from purerl.runtime import enable_compilation_cache
 
@@ -50,6 +52,10 @@ class EvalArgs:
     """Frames per second of the video."""
     max_steps: int = 10_000
     """Give up on an episode after this many steps."""
+    env: Annotated[str | None, hint("the run's", "MODULE:FACTORY")] = None
+    """A run trained on your module:factory environment: name that factory again to import and
+    call it (looked for on PYTHONPATH and in the current directory)."""
+    trust_run_code: Annotated[bool, tyro.conf.arg(help=TRUST_HELP)] = False
 
     def __post_init__(self):
         if not 1 <= self.episodes <= MAX_EPISODES:
@@ -77,7 +83,7 @@ def main(argv: Sequence[str], prog: str) -> int:
     enable_compilation_cache()
     from purerl.run.evaluate import evaluate, load_agents
 
-    run = load_agents(Path(args.run_dir), args.checkpoint)
+    run = load_agents(Path(args.run_dir), args.checkpoint, args.env, args.trust_run_code, COMMAND)
     for err in run.skipped:
         print(f"skipped checkpoint {err.step}: {err.reason}", file=sys.stderr, flush=True)
     num_seeds = run.cfg.num_seeds

@@ -5,7 +5,8 @@ configuration and run options), ``--config FILE`` (a saved configuration, for a 
 ``--preset NAME``, the preset of ``--env``, the algorithm's defaults. Flags override single
 fields. A resumed run keeps its configuration; of its run options only those in
 ``purerl.options.RESUMABLE`` may be given again, and the change is recorded in
-``resumes.jsonl``.
+``resumes.jsonl``. A saved configuration on a ``module:factory`` environment runs that code only
+when ``--env`` names the factory again or ``--trust-run-code`` is given (``purerl.run.trust``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from purerl.run.setup import TrainRequest, cpu_split_hint, merge_resume_options,
 from purerl.run.setup import describe as describe_setup
 from purerl.run.signals import StopOnSignal
 from purerl.run.sinks import ConsoleSink
+from purerl.run.trust import TRUST_HELP, recorded_env
 from purerl.runtime import enable_compilation_cache
 
 
@@ -40,12 +42,17 @@ class Sources:
     """Named preset to start from."""
     config: Annotated[str | None, hint("none", "PATH")] = None
     """Start a new run from a saved config.json (or a run directory holding one); flags beside
-    it override single fields."""
+    it override single fields. A configuration on a module:factory environment needs --env
+    naming the factory again, or --trust-run-code."""
     resume: Annotated[str | None, hint("none", "DIR")] = None
     """Continue the run in this directory from its newest readable checkpoint, with its saved
-    configuration and run options. A live EnvPool simulator cannot be saved: it is reset."""
+    configuration and run options. A live EnvPool simulator cannot be saved: it is reset. A run
+    on a module:factory environment needs --env naming the factory again, or --trust-run-code."""
     resume_from: Annotated[int | None, hint("the newest readable", "UPDATE")] = None
     """With --resume: the checkpoint (its update count) to continue from."""
+    trust_run_code: Annotated[
+        bool, tyro.conf.arg(help="With --resume or --config. " + TRUST_HELP)
+    ] = False
     dry_run: bool = False
     """Check the configuration, devices and environment, print what the run would do and the
     resolved configuration, and write nothing."""
@@ -126,10 +133,11 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
     cfg, options, header = base(spec, argv)
     cls = args_class(spec, header)
     args = parse(cls, argv, prog, description(spec, prog), default=cls(algo=cfg, run=options))
+    env = saved_env(args, cfg, argv)
     if args.resume is None:
         if args.resume_from is not None:
             raise UsageError("--resume-from goes with --resume")
-        return TrainRequest(spec, args.algo, args.run, command=prog), args
+        return TrainRequest(spec, args.algo, args.run, command=prog, env=env), args
     if args.algo != cfg:
         changed = [
             f.name
@@ -150,9 +158,31 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
             resume_from=args.resume_from,
             option_changes=changes,
             command=prog,
+            env=env,
         ),
         args,
     )
+
+
+def saved_env(args: Any, saved: Any, argv: Sequence[str]) -> Any:
+    """What builds the environment of a run from ``--resume`` or ``--config``, where the saved
+    configuration's environment is kept (``trust.recorded_env``); None otherwise.
+
+    Raises:
+        UntrustedCodeError: a saved factory that ``--env`` does not name again, without
+            ``--trust-run-code``; nothing of it was imported.
+    """
+    source = args.resume or args.config
+    if source is None:
+        if args.trust_run_code:
+            raise UsageError(
+                "--trust-run-code goes with --resume or --config: it trusts the code that the "
+                "run's config.json names"
+            )
+        return None
+    if args.algo.env != saved.env:  # --config with --env: a new run on the environment named
+        return None
+    return recorded_env(Path(source), saved.env, peek(argv, "--env"), args.trust_run_code)
 
 
 def format_config(cfg: Any) -> str:

@@ -7,6 +7,7 @@
 | ``summary`` | what a run writes besides checkpoints: its sinks, ``summary.json``, curves |
 | ``rundir`` | every path and file of a run directory, checkpoint records too; reading runs back |
 | ``checkpoint`` | orbax checkpoints (the only module that imports orbax) |
+| ``trust`` | which code a run's recorded environment may run: none unless named again or trusted |
 | ``sinks``, ``tensorboard``, ``wandb_sink`` | progress bar, TensorBoard and W&B logging |
 | ``plots``, ``compare`` | learning-curve PNGs and comparison tables |
 | ``evaluate``, ``policy``, ``video`` | trained agents from checkpoints: returns, policies, videos |

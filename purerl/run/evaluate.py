@@ -25,7 +25,7 @@ from purerl.core.program import Agent, EvalFn, evaluation_key, init_agents
 from purerl.core.types import Array, Key, Metrics
 from purerl.envs.render import adapter_state, render_frame
 from purerl.envs.wrappers import NormalizeObsState
-from purerl.run import checkpoint, rundir
+from purerl.run import checkpoint, rundir, trust
 
 
 class LoadedAgents(NamedTuple):
@@ -42,18 +42,28 @@ class LoadedAgents(NamedTuple):
     skipped: tuple[checkpoint.UnreadableCheckpointError, ...] = ()
     """Newer checkpoints that could not be read and were passed over (``latest`` only)."""
     env: Any = None
-    """The environment object the run trained on, given again (None: ``cfg.env`` builds it)."""
+    """The environment object the run trained on, given again, or the factory the user vouched
+    for (``trust.recorded_env``); None: ``cfg.env`` is an id purerl builds itself."""
 
 
-def load_agents(run_dir: Path, which: str = "latest", env: Any = None) -> LoadedAgents:
+def load_agents(
+    run_dir: Path,
+    which: str = "latest",
+    env: Any = None,
+    trust_run_code: bool = False,
+    words: trust.Words = trust.PYTHON,
+) -> LoadedAgents:
     """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) of a run, reading
     only: ``latest`` is the newest checkpoint that can be read (``LoadedAgents.skipped`` names
     the newer ones passed over), as a resume would take. ``env`` is the environment object of
-    a run trained on one (``cfg.env`` is then ``object:<module>.<class>``).
+    a run trained on one (``cfg.env`` is then ``object:<module>.<class>``), or the run's
+    ``module:factory`` named again; ``trust_run_code`` imports and calls the factory the run
+    names without that (``purerl.run.trust``). ``words``: how the messages say so.
 
     Raises:
         CheckpointError: no such run (a missing path, a file, a directory without a readable
             config.json), no such checkpoint, or an unreadable or foreign one.
+        UntrustedCodeError: the run names a factory that was neither named again nor trusted.
         ConfigError: the run's configuration names an algorithm that is not registered or
             values this version does not accept; ``env`` missing, or not the run's.
     """
@@ -65,7 +75,10 @@ def load_agents(run_dir: Path, which: str = "latest", env: Any = None) -> Loaded
         raise checkpoint.CheckpointError(str(err)) from None
     spec = algos.get(record.algo)
     cfg = record.make_config(spec.config_cls, run_dir)
-    check_env_object(run_dir, cfg.env, env)
+    if env is None or isinstance(env, str):
+        env = trust.recorded_env(run_dir, cfg.env, env, trust_run_code, words)
+    else:
+        check_env_object(run_dir, cfg.env, env)
     # A data-parallel run's replicas each stepped num_envs / D environments; the agents read
     # back keep those shapes (evaluation plays environments of its own).
     replicas = checkpoint.data_parallel_replicas(run_dir, which) or 1
@@ -79,8 +92,6 @@ def load_agents(run_dir: Path, which: str = "latest", env: Any = None) -> Loaded
 def check_env_object(run_dir: Path, env_id: str, env: Any) -> None:
     """Refuses an environment object for a run that trained on none, or on a class of another
     name (the module may differ: a class trained on in a notebook lives in ``__main__``)."""
-    if env is None:
-        return
     given = envs.custom.object_id(env)
     if not envs.custom.is_object_id(env_id):
         raise ConfigError(

@@ -130,19 +130,26 @@ def load(
     seed_index: int = 0,
     greedy: bool = True,
     env: Any = None,
+    trust_run_code: bool = False,
 ) -> Policy:
     """The trained policy of a run directory's checkpoint (``latest``, ``best`` or an update
     count), for seed ``seed_index`` of the run. ``latest`` is the newest readable checkpoint;
-    newer unreadable ones are passed over with a ``UserWarning`` naming each. A run trained on
-    an environment object needs it again as ``env`` (a ``module:factory`` run finds its own).
+    newer unreadable ones are passed over with a ``UserWarning`` naming each.
+
+    Loading a run runs none of its code. A run trained on an environment object needs it again
+    as ``env``; a run on a ``module:factory`` needs that string again as ``env`` (the module is
+    then looked for on ``sys.path`` and in the current directory), or ``trust_run_code=True``,
+    which imports and calls the factory the run's config.json names, from ``sys.path`` as it is:
+    only for runs you trust.
 
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
+        UntrustedCodeError: a run on a factory, with neither ``env`` nor ``trust_run_code``.
         ConfigError: ``env`` missing for a run trained on an object, or not that run's.
     """
     from purerl.run.evaluate import load_agents
 
-    run = load_agents(Path(run_dir), checkpoint, env)
+    run = load_agents(Path(run_dir), checkpoint, env, trust_run_code)
     for err in run.skipped:
         warnings.warn(f"skipped checkpoint {err.step}: {err.reason}", stacklevel=2)
     return Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index, greedy)

@@ -49,7 +49,8 @@ class TrainRequest:
     """Train without a run directory: nothing is written, nothing can be resumed."""
     env: Any = None
     """An environment object (or ``(env, params)``) to train on, built instead of ``cfg.env``
-    (which names it, ``object:<module>.<class>``)."""
+    (which names it, ``object:<module>.<class>``), or the factory ``cfg.env`` names, imported
+    because the user vouched for it (``purerl.run.trust``)."""
 
     def resume_hint(self, run_dir: Path) -> str:
         return f"{self.command or 'purerl train ' + self.spec.name} --resume {run_dir}"

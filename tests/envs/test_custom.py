@@ -298,7 +298,7 @@ def test_a_factory_run_from_python_resumes_on_the_command_line_exactly(mymodule,
     rows = (run_dir / "metrics.jsonl").read_text().splitlines()
     for step in (5, 6):  # as if stopped after update 4
         shutil.rmtree(run_dir / "checkpoints" / str(step))
-    resumed = run_cli("train", "--resume", run_dir)
+    resumed = run_cli("train", "--resume", run_dir, "--env", "mymodule:make_env")
     assert resumed.code == 0 and "resuming at update 4" in resumed.stdout, resumed.stderr
 
     def without_time(lines):
@@ -353,11 +353,11 @@ def test_the_guides_command_line_example_trains_evaluates_resumes_and_loads(mymo
     assert run_dir.name.startswith("ppo-mymodule_make_env-")
     config = json.loads((run_dir / "config.json").read_text())
     assert config["config"]["env"] == "mymodule:make_env"
-    evaluated = run_cli("eval", run_dir, "--episodes", "4")
+    evaluated = run_cli("eval", run_dir, "--episodes", "4", "--env", "mymodule:make_env")
     assert evaluated.code == 0 and "mean return" in evaluated.stdout, evaluated.stderr
-    resumed = run_cli("train", "--resume", run_dir)
+    resumed = run_cli("train", "--resume", run_dir, "--env", "mymodule:make_env")
     assert resumed.code == 0 and "already complete" in resumed.stdout, resumed.stderr
-    policy = purerl.load(run_dir)
+    policy = purerl.load(run_dir, env="mymodule:make_env")
     assert policy(np.float32([3.0])) == 0 and policy(np.float32([-3.0])) == 1
     with pytest.raises(ConfigError, match="which purerl builds itself; env= is for runs"):
         purerl.load(run_dir, env=walk())

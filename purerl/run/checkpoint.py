@@ -38,6 +38,7 @@ from purerl.run.rundir import (
     checkpoint_path,
     checkpoints_dir,
     complete_checkpoints,
+    writable_checkpoints_dir,
 )
 
 FORMAT_VERSION = 2
@@ -177,7 +178,7 @@ class Checkpointer:
         metrics: Callable[[], list[dict[str, Any]]] | None = None,
     ):
         self.run_dir = Path(run_dir)
-        self.directory = checkpoints_dir(self.run_dir)
+        self.directory = writable_checkpoints_dir(self.run_dir)  # no link to write through
         self.identity = identity
         self.transient = tuple(transient)
         self.metrics = metrics

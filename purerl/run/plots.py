@@ -8,6 +8,7 @@ read with ``purerl.run.rundir`` (re-exported here: ``load_run``, ``Run``, ``NotA
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from matplotlib.figure import Figure
 
 from purerl.run.compare import moving_average, run_table_row, seed_mean_std
 from purerl.run.rundir import Evaluations, NotARunError, Run, graph_paths, load_run
+from purerl.run.writes import replace_file, require_file_or_absent
 
 __all__ = [
     "NotARunError",
@@ -74,7 +76,7 @@ def new_figure() -> tuple[Figure, Axes]:
     return fig, fig.add_subplot()
 
 
-def finish_figure(fig: Figure, ax: Axes, title: str, path: Path) -> None:
+def finish_figure(fig: Figure, ax: Axes, title: str) -> None:
     ax.set_title(title)
     ax.set_xlabel("frames per seed (environment steps x frame skip)")
     ax.set_ylabel("episode return")
@@ -82,10 +84,12 @@ def finish_figure(fig: Figure, ax: Axes, title: str, path: Path) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
-    # Written aside and renamed, so a viewer refreshing the file never reads half a PNG.
-    tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, dpi=DPI, format="png")
-    os.replace(tmp, path)
+
+
+def png_bytes(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=DPI, format="png")
+    return buffer.getvalue()
 
 
 def trial_graph(curves: Curves, values: np.ndarray, subtitle: str, path: Path) -> None:
@@ -104,7 +108,9 @@ def trial_graph(curves: Curves, values: np.ndarray, subtitle: str, path: Path) -
     seeds = f"{num_seeds} seed{'s' if num_seeds != 1 else ''}"
     status = "" if curves.status == "finished" else f", {curves.status}"
     title = f"{curves.algo.upper()} on {curves.env}, {seeds}{status}\n{subtitle}"
-    finish_figure(fig, ax, title, path)
+    finish_figure(fig, ax, title)
+    # Replaced whole (a viewer refreshing the file never reads half a PNG), never through a link.
+    replace_file(path, png_bytes(fig))
 
 
 def draw_evaluations(
@@ -142,6 +148,8 @@ def draw_trial_graphs(run_dir: str | Path, curves: Curves, window: int = 100) ->
         The paths written (``rundir.graph_paths``).
     """
     raw_path, smooth_path = graph_paths(run_dir)
+    for path in (raw_path, smooth_path):  # both refused before either is written
+        require_file_or_absent(path)
     returns = np.asarray(curves.returns, np.float64)
     trial_graph(curves, returns, "episode return per update", raw_path)
     subtitle = f"moving average over {window} updates"
@@ -186,5 +194,10 @@ def compare_runs(
         if run.evaluations is not None:
             draw_evaluations(ax, run.evaluations, color, f"{run.name}, greedy evaluation")
     title = f"Episode return, mean ± std across seeds, moving average over {window} updates"
-    finish_figure(fig, ax, title, Path(out_path))
+    finish_figure(fig, ax, title)
+    # Written aside and renamed, so a viewer refreshing the file never reads half a PNG
+    # (``out_path`` is the user's to choose, not a run directory's file).
+    tmp = Path(out_path).with_name(Path(out_path).name + ".tmp")
+    fig.savefig(tmp, dpi=DPI, format="png")
+    os.replace(tmp, out_path)
     return [run_table_row(run, window) for run in runs]

@@ -10,10 +10,13 @@
 | ``checkpoints/<step>/`` | ``purerl.run.checkpoint`` | orbax: arrays and a ``CheckpointRecord`` |
 | ``unreadable-checkpoints/`` | ``set_aside_checkpoint`` | checkpoints a resume could not read |
 | ``tensorboard/`` | ``purerl.run.tensorboard`` in ``tensorboard_dir`` | event files |
+| ``wandb/`` | wandb (``--wandb-project``) | its local files |
 | ``.lock`` | ``RunLock`` | held by the process training into the directory |
 
 Everything here reads runs that are still going too: ``summary.json`` absent and the last line
-of ``metrics.jsonl`` possibly cut short by its writer.
+of ``metrics.jsonl`` possibly cut short by its writer. Nothing is written through a link inside
+a run directory (``purerl.run.writes``): a resume checks every path above first
+(``require_safe_paths``), and each write checks its own path again as it opens it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 
 from purerl.config import ConfigError
 from purerl.core.report import ChunkReport
+from purerl.run import writes
 
 RUNS_ROOT = Path("runs")
 CONFIG_FILE = "config.json"
@@ -46,6 +50,7 @@ CHECKPOINTS_DIR = "checkpoints"
 UNREADABLE_DIR = "unreadable-checkpoints"
 SUPERSEDED_DIR = "superseded-checkpoints"
 TENSORBOARD_DIR = "tensorboard"
+WANDB_DIR = "wandb"
 LOCK_FILE = ".lock"
 
 
@@ -66,8 +71,20 @@ def complete_checkpoints(run_dir: Path) -> list[int]:
     return sorted(int(p.name) for p in checkpoints_dir(run_dir).glob("*") if p.name.isdigit())
 
 
+def writable_checkpoints_dir(run_dir: Path) -> Path:
+    """``checkpoints_dir``, created, to hand to orbax: refused if it or a checkpoint in it is a
+    link (orbax deletes old checkpoints, which would delete what a link points to)."""
+    return writes.require_real_dir(checkpoints_dir(run_dir), create=True, contents=True)
+
+
 def tensorboard_dir(run_dir: Path) -> Path:
     return Path(run_dir) / TENSORBOARD_DIR
+
+
+def writable_tensorboard_dir(run_dir: Path) -> Path:
+    """``tensorboard_dir``, created, to hand to tensorboardX: refused if it or a file in it is a
+    link (tensorboardX opens its event file by name, truncating what a link points to)."""
+    return writes.require_real_dir(tensorboard_dir(run_dir), create=True, contents=True)
 
 
 def graph_paths(run_dir: Path) -> tuple[Path, ...]:
@@ -80,8 +97,7 @@ def set_aside_checkpoint(run_dir: Path, step: int, folder: str = UNREADABLE_DIR)
     ``<folder>/<step>-<time>`` (unreadable ones by default, or ones a resume from an older
     checkpoint supersedes); returns where it went."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = Path(run_dir) / folder / f"{step}-{stamp}"
-    target.parent.mkdir(exist_ok=True)
+    target = writes.require_real_dir(Path(run_dir) / folder, create=True) / f"{step}-{stamp}"
     shutil.move(str(checkpoint_path(run_dir, step)), str(target))
     return target
 
@@ -92,6 +108,22 @@ class NotARunError(ConfigError):
 
 class RunLockedError(ConfigError):
     """Another live process holds the run directory."""
+
+
+def require_safe_paths(run_dir: Path) -> None:
+    """Refuses an existing run directory in which a path purerl writes (the module docstring's
+    table) is a symbolic link or a special file, before a resume writes anything to it.
+
+    Raises:
+        UnsafePathError: the first such path, named with what to do.
+    """
+    run_dir = Path(run_dir)
+    for name in (LOCK_FILE, CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, RESUMES_FILE, *GRAPH_FILES):
+        writes.require_file_or_absent(run_dir / name)
+    for name in (CHECKPOINTS_DIR, TENSORBOARD_DIR):
+        writes.require_real_dir(run_dir / name, contents=True)
+    for name in (UNREADABLE_DIR, SUPERSEDED_DIR, WANDB_DIR):
+        writes.require_real_dir(run_dir / name)
 
 
 def default_run_dir(algo: str, env_id: str, root: Path = RUNS_ROOT) -> Path:
@@ -141,7 +173,7 @@ class RunLock:
     def acquire(self) -> RunLock:
         """Raises ``RunLockedError`` naming the holder's PID if another process holds it."""
         try:
-            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+            handle = writes.open_for_writing(self.path, "a+")  # held until release
         except OSError as err:
             raise ConfigError(f"cannot lock {self.path.parent}: {err.strerror}") from err
         try:
@@ -177,12 +209,8 @@ class RunLock:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Writes JSON atomically: a reader never sees a half-written file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Writes JSON atomically (a reader never sees a half-written file), never through a link."""
+    writes.replace_file(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode("utf-8"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -402,7 +430,7 @@ class MetricsWriter:
 
     def __init__(self, run_dir: Path, env_steps_per_update: int, frame_skip: int = 1):
         path = Path(run_dir) / METRICS_FILE
-        self.file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.file: IO[str] = writes.open_for_writing(path)  # closed in close()
         self.env_steps_per_update = env_steps_per_update
         self.frame_skip = frame_skip
         self.last_rows: list[dict[str, Any]] = []
@@ -464,6 +492,7 @@ def restore_metrics(
     replaced atomically.
     """
     path = Path(run_dir) / METRICS_FILE
+    writes.require_file_or_absent(path)  # before reading it too: a FIFO would block the read
     lines: dict[int, str] = {}
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     for line in text.splitlines():
@@ -482,9 +511,7 @@ def restore_metrics(
     missing = [u for u in range(1, updates_done + 1) if u not in lines]
     new_text = "".join(lines[u] + "\n" for u in sorted(lines))
     if new_text != text and (path.exists() or new_text):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(new_text, encoding="utf-8")
-        os.replace(tmp, path)
+        writes.replace_file(path, new_text.encode("utf-8"))
     return MetricsRepair(sorted(restored), missing)
 
 
@@ -557,7 +584,7 @@ def record_resume(run_dir: Path, row: dict[str, Any]) -> None:
     """Appends one line to ``resumes.jsonl``: when a run was resumed, from which update, which
     checkpoints were skipped and which run options changed."""
     stamped = {"time": datetime.datetime.now().isoformat(timespec="seconds"), **row}
-    with open(Path(run_dir) / RESUMES_FILE, "a", encoding="utf-8") as f:
+    with writes.open_for_writing(Path(run_dir) / RESUMES_FILE) as f:
         f.write(json.dumps(json_ready(stamped)) + "\n")
 
 

@@ -92,8 +92,10 @@ def run(
 
 
 def lock_existing(run_dir: Path) -> rundir.RunLock:
-    """Locks the run directory a resume continues (raises if it is missing or locked)."""
+    """Locks the run directory a resume continues (raises if it is missing or locked, or if a
+    path it would write is a link: ``rundir.require_safe_paths``, before anything is written)."""
     checkpoint.require_run_dir(run_dir)
+    rundir.require_safe_paths(run_dir)
     return rundir.RunLock(run_dir).acquire()
 
 

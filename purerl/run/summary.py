@@ -31,7 +31,8 @@ def make_sinks(setup: Setup, run_dir: Path | None, start: Snapshot | None) -> li
         from purerl.run.tensorboard import TensorBoardSink
 
         first = 0 if start is None else start.updates_done
-        sinks.append(TensorBoardSink(rundir.tensorboard_dir(run_dir), steps, frame_skip, first))
+        log_dir = rundir.writable_tensorboard_dir(run_dir)
+        sinks.append(TensorBoardSink(log_dir, steps, frame_skip, first))
     if options.wandb_project:
         from purerl.run.wandb_sink import WandbSink
 

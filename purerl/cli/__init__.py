@@ -145,7 +145,7 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
         STARTUP.begin()
     try:
         from purerl.cli.parsing import HelpShown
-        from purerl.config import USER_ERRNOS, ConfigError
+        from purerl.config import USER_ERRNOS, ConfigError, os_error_reason
         from purerl.core.loop import NonFiniteLossError
         from purerl.run.checkpoint import CheckpointError
         from purerl.run.signals import Stopped
@@ -178,7 +178,7 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
         if err.errno not in USER_ERRNOS:
             raise
         where = f" {err.filename}" if err.filename else ""
-        return fail(f"cannot use{where}: {err.strerror}", 2)
+        return fail(f"cannot use{where}: {os_error_reason(err)}", 2)
     finally:
         STARTUP.end_quietly()
 

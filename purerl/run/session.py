@@ -133,6 +133,9 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
     for err in skipped:
         warn(sinks, f"skipped checkpoint {err.step}: {err.reason}")
     if main:
+        # First, as it refuses a metrics.jsonl it cannot read before anything is moved.
+        carried = list(start.record.get("metrics_rows", []))
+        repair = rundir.restore_metrics(run_dir, start.updates_done, carried)
         moved = [rundir.set_aside_checkpoint(run_dir, err.step) for err in skipped]
         # The run continues from an older checkpoint: the newer ones belong to the history it
         # replaces, and would stand in the way of the checkpoints it saves.
@@ -145,8 +148,6 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
                 f"resuming from checkpoint {start.updates_done}: the newer checkpoints "
                 f"{', '.join(map(str, newer))} moved to {run_dir / rundir.SUPERSEDED_DIR}",
             )
-        carried = list(start.record.get("metrics_rows", []))
-        repair = rundir.restore_metrics(run_dir, start.updates_done, carried)
         if repair.restored:
             warn(
                 sinks,

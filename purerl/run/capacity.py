@@ -4,6 +4,7 @@ can fix. Sizes in messages are in human units (``format_bytes``)."""
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,24 @@ import jax
 
 from purerl.config import ConfigError
 from purerl.core import parallel
+
+
+def check_output_file(path: str | Path, what: str) -> None:
+    """Refuses a file to write that cannot be written, before any work goes into it: a
+    directory of that name, a file where a directory of its path must be, or a folder this
+    user may not write to (a missing folder is created when the file is written).
+
+    Raises:
+        ConfigError: naming ``what`` (a flag, say) and the path.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{what} {path} is a directory; give the path of a file to write")
+    folder = next(parent for parent in [*target.parents, Path(".")] if parent.exists())
+    if not folder.is_dir():
+        raise ConfigError(f"{what} {path} cannot be written: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {path} cannot be written: {folder} is not writable")
 
 
 def disk_bytes(directory: Path) -> int:

@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from purerl.run.capacity import check_output_file
 from purerl.run.compare import moving_average, run_table_row, seed_mean_std
 from purerl.run.rundir import Evaluations, NotARunError, Run, graph_paths, load_run
 
@@ -84,8 +85,12 @@ def finish_figure(fig: Figure, ax: Axes, title: str, path: Path) -> None:
     fig.tight_layout()
     # Written aside and renamed, so a viewer refreshing the file never reads half a PNG.
     tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, dpi=DPI, format="png")
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp, dpi=DPI, format="png")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed write (a full disk) leaves nothing behind
+        raise
 
 
 def trial_graph(curves: Curves, values: np.ndarray, subtitle: str, path: Path) -> None:
@@ -174,8 +179,12 @@ def compare_runs(
 
     Raises:
         NotARunError: a directory is not a run (checked for all before anything is drawn).
+        ConfigError: ``out_path`` cannot be written (``check_output_file``).
     """
     runs = [load_run(path) for path in run_dirs]
+    out_path = Path(out_path)
+    check_output_file(out_path, "--out")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = new_figure()
     for index, run in enumerate(runs):
         label = f"{run.name} ({run.algo} {run.env}, {run.num_seeds} seeds)"
@@ -186,5 +195,5 @@ def compare_runs(
         if run.evaluations is not None:
             draw_evaluations(ax, run.evaluations, color, f"{run.name}, greedy evaluation")
     title = f"Episode return, mean ± std across seeds, moving average over {window} updates"
-    finish_figure(fig, ax, title, Path(out_path))
+    finish_figure(fig, ax, title, out_path)
     return [run_table_row(run, window) for run in runs]

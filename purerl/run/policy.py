@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from purerl.algos import Algo, AlgoSpec, policy_step
+from purerl.config import ConfigError
 from purerl.core.ops.normalize import normalize
 from purerl.core.types import Array, Key
 from purerl.envs.wrappers import NormalizeObsState
@@ -126,22 +127,30 @@ class Policy:
 
 def load(
     run_dir: str | Path,
-    checkpoint: str = "latest",
+    checkpoint: str | int = "latest",
     seed_index: int = 0,
     greedy: bool = True,
     env: Any = None,
 ) -> Policy:
     """The trained policy of a run directory's checkpoint (``latest``, ``best`` or an update
-    count), for seed ``seed_index`` of the run. ``latest`` is the newest readable checkpoint;
-    newer unreadable ones are passed over with a ``UserWarning`` naming each. A run trained on
-    an environment object needs it again as ``env`` (a ``module:factory`` run finds its own).
+    count, as a string or an int), for seed ``seed_index`` of the run. ``latest`` is the newest
+    readable checkpoint; newer unreadable ones are passed over with a ``UserWarning`` naming
+    each. A run trained on an environment object needs it again as ``env`` (a
+    ``module:factory`` run finds its own).
 
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
-        ConfigError: ``env`` missing for a run trained on an object, or not that run's.
+        ConfigError: ``checkpoint`` neither of those; ``env`` missing for a run trained on an
+            object, or not that run's.
     """
     from purerl.run.evaluate import load_agents
 
+    if isinstance(checkpoint, int) and not isinstance(checkpoint, bool):
+        checkpoint = str(checkpoint)
+    if not isinstance(checkpoint, str):
+        raise ConfigError(
+            f"checkpoint must be 'latest', 'best' or an update count, got {checkpoint!r}"
+        )
     run = load_agents(Path(run_dir), checkpoint, env)
     for err in run.skipped:
         warnings.warn(f"skipped checkpoint {err.step}: {err.reason}", stacklevel=2)

@@ -1,7 +1,8 @@
 """Run directories whose files purerl did not write: bytes that are not UTF-8, a directory where a
 file belongs, JSON of the wrong shape or types. Every command that reads such a run (``eval``,
 ``train --resume``, ``train --config``, ``plot``) and ``purerl.load`` stop with one ``error:``
-line, or the typed error, naming the file and what to do, and leave the directory as it was.
+line, or the typed error, naming the file and what to do, and leave the directory as it was. A
+checkpoint that a run still training deletes under a reader is not reported as damaged.
 
 Every test reads a copy of the session's tiny PPO run (``conftest.tiny_run``: 2 seeds, a
 checkpoint after each of its 6 updates), trained once.
@@ -9,6 +10,7 @@ checkpoint after each of its 6 updates), trained once.
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,29 @@ def test_plot_refuses_malformed_rows_and_summaries_in_one_line(run_copy, case):
     refused_and_unchanged(run_copy, CONFIG_READERS["plot"], message)
     assert not Path(f"{run_copy}-plot.png").exists()
     assert not Path(f"{run_copy}-plot.png.tmp").exists()
+
+
+def test_a_checkpoint_deleted_while_eval_reads_it_is_not_called_damaged(run_copy, monkeypatch):
+    # A run still training lets its oldest checkpoints go as it saves new ones; orbax deletes
+    # a checkpoint's files, then its directory. A reader caught in between finds files missing
+    # in a directory still there: it must take the newest complete checkpoint, and say nothing.
+    newest = max(rundir.complete_checkpoints(run_copy))
+    path = rundir.checkpoint_path(run_copy, newest)
+    real_read_record = checkpoint._read_record
+    reads = {"count": 0}
+
+    def deleted_while_read(manager, step):
+        if step == newest:
+            reads["count"] += 1
+            if reads["count"] == 2:  # the restore's read (the first is the layout's)
+                for file in [p for p in path.rglob("*") if p.is_file()]:
+                    file.unlink()
+                threading.Timer(0.3, shutil.rmtree, [path]).start()
+        return real_read_record(manager, step)
+
+    monkeypatch.setattr(checkpoint, "_read_record", deleted_while_read)
+    result = run_cli("eval", run_copy, "--episodes", "1")
+    assert result.code == 0, result.stderr
+    assert result.stderr == ""
+    assert f"checkpoint {newest - 1} (latest)" in result.stdout
+    assert reads["count"] >= 2

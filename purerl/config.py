@@ -115,6 +115,7 @@ class CommonConfig:
 
     def __post_init__(self):
         check_field_types(self)
+        check_traced_range(self)
         require_positive(self, "num_envs", "total_timesteps", "num_seeds")
         if not 0 <= self.seed <= MAX_SEED:
             raise ConfigError(f"--seed must lie in [0, {MAX_SEED}], got {self.seed}")
@@ -179,6 +180,22 @@ def check_field_types(cfg: object) -> None:
         problem = type_problem(getattr(cfg, field.name), hints[field.name])
         if problem:
             raise ConfigError(f"{flag(field.name)} {problem}")
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: traced hyperparameters travel as float32 scalars."""
+
+
+def check_traced_range(cfg: object) -> None:
+    """Refuses a traced hyperparameter beyond float32's range: it would become infinite in the
+    compiled program (``--lr 1e308``) and the first update's loss with it."""
+    for name in traced_fields(type(cfg)):
+        value = getattr(cfg, name)
+        if abs(value) > FLOAT32_MAX:
+            raise ConfigError(
+                f"{flag(name)} {value:g} is beyond the float32 range (+-{FLOAT32_MAX:.1e}) it "
+                "is computed in; give a smaller number"
+            )
 
 
 def type_problem(value: Any, hint: Any) -> str | None:

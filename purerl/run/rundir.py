@@ -88,6 +88,39 @@ def set_aside_checkpoint(run_dir: Path, step: int, folder: str = UNREADABLE_DIR)
     return target
 
 
+RUN_FILES = (
+    CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, RESUMES_FILE, *GRAPH_FILES, CHECKPOINTS_DIR,
+    UNREADABLE_DIR, SUPERSEDED_DIR, TENSORBOARD_DIR, LOCK_FILE,
+)  # fmt: skip
+"""Every name of the table above: what a run writes into its directory."""
+
+
+def has_metrics_rows(run_dir: Path) -> bool:
+    """Whether a run has written any ``metrics.jsonl`` row (an update has been recorded)."""
+    path = Path(run_dir) / METRICS_FILE
+    return path.is_file() and path.stat().st_size > 0
+
+
+def remove_new_run(run_dir: Path, created: list[Path]) -> None:
+    """Removes a new run that ended before its first checkpoint, as if it had never started:
+    ``run_dir`` whole if the run created it (``created``, from ``missing_dirs``, deepest
+    first), else only the files of ``RUN_FILES`` in it (and their ``.tmp`` siblings), then the
+    parents it created if they are empty. Such a run can never be resumed, and its directory
+    would only stand in the way of the same command run again."""
+    run_dir = Path(run_dir)
+    if run_dir in created:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        for name in RUN_FILES:
+            for path in (run_dir / name, run_dir / f"{name}.tmp"):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):  # absent, or not ours to remove
+                        path.unlink()
+    remove_empty_dirs(created)
+
+
 class NotARunError(ConfigError):
     """A directory is not a (readable) purerl run; the message names it and what is missing."""
 

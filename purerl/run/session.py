@@ -275,7 +275,9 @@ def train_and_finish(
         if isinstance(err, jax.errors.JaxRuntimeError) and (
             "RESOURCE_EXHAUSTED" in str(err) or "out of memory" in str(err).lower()
         ):
-            raise ConfigError(out_of_memory_message(cfg, setup.placement)) from err
+            raise ConfigError(
+                out_of_memory_message(cfg, setup.placement, setup.state_bytes)
+            ) from err
         raise
     finally:
         if saver is not None:

@@ -211,8 +211,11 @@ EARLY_FAILURES = {
 words."""
 
 
-@pytest.mark.parametrize("case", EARLY_FAILURES)
-@pytest.mark.parametrize("existing", [False, True], ids=["new folder", "empty folder"])
+@pytest.mark.parametrize(
+    "case, existing",
+    [*((case, False) for case in EARLY_FAILURES), ("disk full writing config.json", True)],
+    ids=[*EARLY_FAILURES, "disk full writing config.json, in a folder that was there"],
+)
 def test_a_run_that_fails_before_its_first_update_leaves_nothing(
     tmp_path, monkeypatch, case, existing
 ):

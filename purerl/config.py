@@ -11,6 +11,7 @@ import ast
 import dataclasses
 import errno
 import math
+import types
 import typing
 from typing import Any, Literal
 
@@ -54,10 +55,27 @@ class ConfigError(Exception):
 
 
 USER_ERRNOS = frozenset(
-    {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT}
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOENT,
+        errno.ENAMETOOLONG,
+    }
 )
 """File-system errors a user causes and can fix (a full disk or quota, an unwritable or missing
-path): one line and exit code 2, not a traceback."""
+path, a name longer than the file system allows): one line and exit code 2, not a traceback."""
+
+
+def os_error_reason(err: OSError) -> str:
+    """Why a file operation failed, in words, with the way out where the system's words lack
+    one (a name too long)."""
+    reason = err.strerror or str(err)
+    if err.errno == errno.ENAMETOOLONG:
+        reason += " (a file or directory name holds at most 255 bytes): choose a shorter name"
+    return reason
 
 
 def flag(name: str) -> str:
@@ -97,6 +115,7 @@ class CommonConfig:
 
     def __post_init__(self):
         check_field_types(self)
+        check_traced_range(self)
         require_positive(self, "num_envs", "total_timesteps", "num_seeds")
         if not 0 <= self.seed <= MAX_SEED:
             raise ConfigError(f"--seed must lie in [0, {MAX_SEED}], got {self.seed}")
@@ -163,9 +182,39 @@ def check_field_types(cfg: object) -> None:
             raise ConfigError(f"{flag(field.name)} {problem}")
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: traced hyperparameters travel as float32 scalars."""
+
+
+def check_traced_range(cfg: object) -> None:
+    """Refuses a traced hyperparameter beyond float32's range: it would become infinite in the
+    compiled program (``--lr 1e308``) and the first update's loss with it."""
+    for name in traced_fields(type(cfg)):
+        value = getattr(cfg, name)
+        if abs(value) > FLOAT32_MAX:
+            raise ConfigError(
+                f"{flag(name)} {value:g} is beyond the float32 range (+-{FLOAT32_MAX:.1e}) it "
+                "is computed in; give a smaller number"
+            )
+
+
 def type_problem(value: Any, hint: Any) -> str | None:
     """Why ``value`` does not fit the annotation ``hint`` (None if it does)."""
     origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        arms = [arm for arm in typing.get_args(hint) if arm is not type(None)]
+        if value is None and len(arms) < len(typing.get_args(hint)):
+            return None
+        if any(type_problem(value, arm) is None for arm in arms):
+            return None
+        return f"must be {' or '.join(map(describe_type, arms))}, got {value!r}"
+    if origin is list or origin is dict:
+        if not isinstance(value, origin):
+            return f"must be {describe_type(hint)}, got {value!r}"
+        items = value.values() if origin is dict else value
+        item_hint = typing.get_args(hint)[-1:] or (Any,)
+        problems = (type_problem(item, item_hint[0]) for item in items)
+        return next((problem for problem in problems if problem), None)
     if origin is Literal:
         choices = typing.get_args(hint)
         if value not in choices:
@@ -192,6 +241,16 @@ def type_problem(value: Any, hint: Any) -> str | None:
     if hint is str:
         return None if isinstance(value, str) else f"must be a string, got {value!r}"
     return None
+
+
+def describe_type(hint: Any) -> str:
+    """What a value of annotation ``hint`` is, in words (for ``type_problem``'s messages)."""
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return f"one of {', '.join(map(str, typing.get_args(hint)))}"
+    words = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+    words.update({tuple: "a sequence", list: "a list", dict: "a mapping"})
+    return words.get(origin or hint, getattr(hint, "__name__", str(hint)))
 
 
 def parse_env_options(options: tuple[str, ...]) -> dict[str, Any]:

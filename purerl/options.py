@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from purerl.config import MAX_UPDATES, ConfigError, flag
+from purerl.config import MAX_UPDATES, ConfigError, check_field_types, flag
 
 DeviceChoice = Literal["auto", "cpu", "gpu"] | int
 ParallelMode = Literal["seeds", "data"]
@@ -86,6 +86,7 @@ class RunOptions:
     """This process's index, for --distributed."""
 
     def __post_init__(self):
+        check_field_types(self)  # values read back from config.json, or given in Python
         for name, (low, high) in BOUNDS.items():
             value = getattr(self, name)
             if value is not None and not low <= value <= high:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import jax
 
+from purerl.config import ConfigError
+
 CACHE_ENV = "PURERL_CACHE_DIR"
 """Moves the persistent compilation cache (default ``$XDG_CACHE_HOME/purerl/jax``)."""
 CACHE_SWITCH_ENV = "PURERL_COMPILATION_CACHE"
@@ -108,4 +110,13 @@ def initialize_distributed(
         return
     if jax.config.jax_platforms in ("cpu", "cpu,"):
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address, num_processes, process_id)
+    try:
+        jax.distributed.initialize(coordinator_address, num_processes, process_id)
+    except ValueError as err:
+        if "defined" not in str(err):  # what only a launcher or the flags can give
+            raise
+        raise ConfigError(
+            "--distributed found no launcher (SLURM, Open MPI, Kubernetes) to say where process "
+            "0 is and how many processes there are; outside one, give --coordinator-address "
+            "HOST:PORT, --num-processes and --process-id"
+        ) from None

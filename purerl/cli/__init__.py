@@ -143,9 +143,10 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
     """
     if owns_process:
         STARTUP.begin()
+        tolerate_unencodable_output()
     try:
         from purerl.cli.parsing import HelpShown
-        from purerl.config import USER_ERRNOS, ConfigError
+        from purerl.config import USER_ERRNOS, ConfigError, os_error_reason
         from purerl.core.loop import NonFiniteLossError
         from purerl.run.checkpoint import CheckpointError
         from purerl.run.signals import Stopped
@@ -178,12 +179,21 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
         if err.errno not in USER_ERRNOS:
             raise
         where = f" {err.filename}" if err.filename else ""
-        return fail(f"cannot use{where}: {err.strerror}", 2)
+        return fail(f"cannot use{where}: {os_error_reason(err)}", 2)
     finally:
         STARTUP.end_quietly()
 
 
 STARTUP_MESSAGE = "interrupted while starting; nothing was written"
+
+
+def tolerate_unencodable_output() -> None:
+    """Writes what the terminal's encoding cannot hold as escapes (``\\xfc``) instead of
+    failing: a run directory named in Unicode, printed where ``PYTHONIOENCODING=ascii`` or a
+    C locale is set, must not stop the command. Standard error does so by default."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def abort(message: str, owns_process: bool) -> int:

@@ -24,6 +24,7 @@ import tyro
 from purerl.cli.parsing import parse
 from purerl.config import ConfigError
 from purerl.options import hint
+from purerl.run.capacity import check_output_file
 from purerl.run.trust import COMMAND, TRUST_HELP
 from purerl.run.video import FORMATS, require_writer, write_video
 from purerl.runtime import enable_compilation_cache
@@ -74,8 +75,10 @@ class EvalArgs:
 
 def main(argv: Sequence[str], prog: str) -> int:
     args = parse(EvalArgs, argv, prog, __doc__)
-    if args.video:  # a missing writer is found before minutes of evaluation, not after
+    if args.video:  # a missing writer or a path that cannot be written is found before
+        # minutes of evaluation, not after
         require_writer(args.video, f"--video {args.video}")
+        check_output_file(args.video, "--video")
     if args.video and sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
         # MuJoCo (Brax's frames) picks its OpenGL backend once, when first imported; without a
         # display its default (GLFW) cannot start, while EGL renders headless.

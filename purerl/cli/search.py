@@ -112,7 +112,13 @@ def load_spec_file(path: str) -> dict[str, Any]:
     source = Path(path)
     if not source.is_file():
         raise SpecError(f"spec file {path} does not exist")
-    text = source.read_text(encoding="utf-8")
+    try:
+        text = source.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            f"spec file {path} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset "
+            f"{err.start}); save it as UTF-8"
+        ) from None
     if source.suffix in (".yaml", ".yml"):
         yaml = import_extra("yaml", "'purerl[search]'", "a YAML spec")
         try:
@@ -122,7 +128,7 @@ def load_spec_file(path: str) -> dict[str, Any]:
     elif source.suffix == ".json":
         try:
             data = json.loads(text)
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:
             raise SpecError(f"{path} is not valid JSON: {err}") from None
     else:
         raise SpecError(f"spec file {path} must end in .yaml, .yml or .json")

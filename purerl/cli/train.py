@@ -96,7 +96,9 @@ def base(spec: AlgoSpec, argv: Sequence[str]) -> tuple[Any, Any, str]:
                 f"{record.algo} {'--resume' if resume else '--config'} {source}"
             )
         cfg = record.make_config(spec.config_cls, Path(source))
-        options = record.make_options(options_for(spec)) if resume else options_for(spec)()
+        options = (
+            record.make_options(options_for(spec), Path(source)) if resume else options_for(spec)()
+        )
         what = "the resumed run" if resume else f"the configuration saved in {source}"
         return cfg, options, f"{spec.summary}. Defaults: {what}."
     preset = peek(argv, "--preset")

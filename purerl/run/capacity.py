@@ -3,14 +3,34 @@ can fix. Sizes in messages are in human units (``format_bytes``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
+import os
 from pathlib import Path
 from typing import Any
 
 import jax
 
-from purerl.config import ConfigError
+from purerl.config import ConfigError, flag
 from purerl.core import parallel
+
+
+def check_output_file(path: str | Path, what: str) -> None:
+    """Refuses a file to write that cannot be written, before any work goes into it: a
+    directory of that name, a file where a directory of its path must be, or a folder this
+    user may not write to (a missing folder is created when the file is written).
+
+    Raises:
+        ConfigError: naming ``what`` (a flag, say) and the path.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{what} {path} is a directory; give the path of a file to write")
+    folder = next(parent for parent in [*target.parents, Path(".")] if parent.exists())
+    if not folder.is_dir():
+        raise ConfigError(f"{what} {path} cannot be written: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {path} cannot be written: {folder} is not writable")
 
 
 def disk_bytes(directory: Path) -> int:
@@ -45,12 +65,18 @@ def check_memory(
     if capacity is None or need <= capacity:
         return
     largest = max(state_bytes, key=state_bytes.get)
+    flags = ", ".join(sizing_flags(cfg, largest)) or f"the flags that size {largest}"
     raise ConfigError(
         f"the agents' state needs {format_bytes(need)} per device ({seeds} seed(s); its largest "
         f"part, {largest}, is {format_bytes(state_bytes[largest])} a seed) but the "
-        f"{device.platform} device has {format_bytes(capacity)}; lower the flags that size "
-        f"{largest}, or --num-seeds"
+        f"{device.platform} device has {format_bytes(capacity)}; lower {flags}, or --num-seeds"
     )
+
+
+def sizing_flags(cfg: Any, field: str) -> list[str]:
+    """The configuration's flags named after state field ``field``, which size it (``buffer``:
+    ``--buffer-size``)."""
+    return [flag(f.name) for f in dataclasses.fields(cfg) if f.name.startswith(f"{field}_")]
 
 
 def is_disk_full(err: BaseException | None) -> bool:
@@ -64,10 +90,26 @@ def is_disk_full(err: BaseException | None) -> bool:
     return False
 
 
-def out_of_memory_message(cfg: Any, placement: parallel.Placement | None) -> str:
+def out_of_memory_message(
+    cfg: Any, placement: parallel.Placement | None, state_bytes: dict[str, int] | None = None
+) -> str:
+    """What to lower when a run ran out of device memory: first the flags that size the
+    largest part of the agents' state (``state_bytes``, bytes of one seed's state by field)
+    where the configuration has them (a replay buffer's ``--buffer-size``), then the counts
+    every run has, and the minibatch size where there is one."""
     devices = placement.num_devices if placement else 1
+    where = f"{cfg.num_seeds} seed(s) x {cfg.num_envs} envs on {devices} device(s)"
+    flags = []
+    if state_bytes:
+        largest = max(state_bytes, key=state_bytes.get)
+        flags = sizing_flags(cfg, largest)
+        if flags:
+            size = format_bytes(state_bytes[largest])
+            where += f"; the largest part of the agents' state is {largest}, {size} a seed"
+    flags += ["--num-envs", "--num-seeds"]
+    if any(f.name == "num_minibatches" for f in dataclasses.fields(cfg)):
+        flags.append("the minibatch size (raise --num-minibatches)")
     return (
-        f"the device ran out of memory ({cfg.num_seeds} seed(s) x {cfg.num_envs} envs on "
-        f"{devices} device(s)); lower --num-envs, --num-seeds or the minibatch size (raise "
-        "--num-minibatches), or spread the work over more devices with --num-devices"
+        f"the device ran out of memory ({where}); lower {', '.join(flags[:-1])} or {flags[-1]}, "
+        "or spread the work over more devices with --num-devices"
     )

@@ -22,6 +22,7 @@ import logging
 import math
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,17 @@ class Checkpointer:
         self.identity = identity
         self.transient = tuple(transient)
         self.metrics = metrics
-        self.manager = _manager(self.directory, keep_last, keep_best)
+        # Saves run in orbax's background threads, each on an event loop of its own: a save
+        # that fails part way (a full disk) closes its loop with writes still in flight, which
+        # then report to the closed loop, each with a traceback, unless the loops are
+        # ``_FinishingLoop``s. So the manager lives inside ``_orbax_quietly`` until ``close``.
+        self.quiet = contextlib.ExitStack()
+        self.quiet.enter_context(_orbax_quietly())
+        try:
+            self.manager = _manager(self.directory, keep_last, keep_best)
+        except BaseException:
+            self.quiet.close()
+            raise
         self.last_saved: int | None = None
         """Updates done at the run's latest checkpoint: the last this process saved, or the
         one a resumed run continues from."""
@@ -254,7 +265,10 @@ class Checkpointer:
         try:
             self.manager.wait_until_finished()
         finally:
-            self.manager.close()
+            try:
+                self.manager.close()
+            finally:
+                self.quiet.close()
 
 
 SPACE_MARGIN = 1.5
@@ -501,8 +515,8 @@ def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: RunIde
         step = resolve_step(run_dir, which)
         try:
             return step, restore(run_dir, step, fresh_agents, expected, any_layout=True), []
-        except UnreadableCheckpointError:
-            if (checkpoint_path(run_dir, step)).exists():
+        except UnreadableCheckpointError as err:
+            if not vanishing(run_dir, step, err):
                 raise
             if which not in ("latest", "best"):
                 raise CheckpointError(
@@ -512,6 +526,37 @@ def restore_named(run_dir: Path, which: str, fresh_agents: Any, expected: RunIde
     raise CheckpointError(
         f"the checkpoints of {run_dir} kept being replaced while they were read; try again"
     )
+
+
+DELETION_WAIT_S = 2.0
+"""How long a checkpoint that lost files while it was read is watched for its directory to go:
+orbax deletes a checkpoint the keep policies let go file by file, then the directory."""
+
+
+def vanishing(run_dir: Path, step: int, err: UnreadableCheckpointError) -> bool:
+    """Whether checkpoint ``step``, which failed to read with ``err``, is being deleted (by
+    the run, still training) rather than damaged: its directory is gone, or it lacked files and
+    its directory goes within ``DELETION_WAIT_S``. A damaged checkpoint stays."""
+    path = checkpoint_path(run_dir, step)
+    if not path.exists():
+        return True
+    if not lacks_files(err):
+        return False
+    deadline = time.monotonic() + DELETION_WAIT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        if not path.exists():
+            return True
+    return False
+
+
+def lacks_files(err: BaseException | None) -> bool:
+    """Whether ``err`` or what caused it says a file was not found."""
+    while err is not None:
+        if isinstance(err, FileNotFoundError) or "NOT_FOUND" in str(err):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def restore_newest_readable(
@@ -536,7 +581,7 @@ def restore_newest_readable(
         try:
             return restore(run_dir, step, fresh_agents, expected, any_layout), skipped
         except UnreadableCheckpointError as err:
-            if not checkpoint_path(run_dir, step).exists():
+            if vanishing(run_dir, step, err):
                 raise  # deleted while it was read (a run still training): not damaged
             skipped.append(err)
     reasons = "; ".join(f"{err.step}: {err.reason}" for err in skipped)

@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from purerl.run.capacity import check_output_file
 from purerl.run.compare import moving_average, run_table_row, seed_mean_std
 from purerl.run.rundir import Evaluations, NotARunError, Run, graph_paths, load_run
 from purerl.run.writes import replace_file, require_file_or_absent
@@ -182,8 +183,12 @@ def compare_runs(
 
     Raises:
         NotARunError: a directory is not a run (checked for all before anything is drawn).
+        ConfigError: ``out_path`` cannot be written (``check_output_file``).
     """
     runs = [load_run(path) for path in run_dirs]
+    out_path = Path(out_path)
+    check_output_file(out_path, "--out")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = new_figure()
     for index, run in enumerate(runs):
         label = f"{run.name} ({run.algo} {run.env}, {run.num_seeds} seeds)"
@@ -196,8 +201,13 @@ def compare_runs(
     title = f"Episode return, mean ± std across seeds, moving average over {window} updates"
     finish_figure(fig, ax, title)
     # Written aside and renamed, so a viewer refreshing the file never reads half a PNG
-    # (``out_path`` is the user's to choose, not a run directory's file).
+    # (``out_path`` is the user's to choose, not a run directory's file); a failed write (a full
+    # disk) leaves nothing behind.
     tmp = Path(out_path).with_name(Path(out_path).name + ".tmp")
-    fig.savefig(tmp, dpi=DPI, format="png")
-    os.replace(tmp, out_path)
+    try:
+        fig.savefig(tmp, dpi=DPI, format="png")
+        os.replace(tmp, out_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return [run_table_row(run, window) for run in runs]

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from purerl.algos import Algo, AlgoSpec, policy_step
+from purerl.config import ConfigError
 from purerl.core.ops.normalize import normalize
 from purerl.core.types import Array, Key
 from purerl.envs.wrappers import NormalizeObsState
@@ -126,15 +127,16 @@ class Policy:
 
 def load(
     run_dir: str | Path,
-    checkpoint: str = "latest",
+    checkpoint: str | int = "latest",
     seed_index: int = 0,
     greedy: bool = True,
     env: Any = None,
     trust_run_code: bool = False,
 ) -> Policy:
     """The trained policy of a run directory's checkpoint (``latest``, ``best`` or an update
-    count), for seed ``seed_index`` of the run. ``latest`` is the newest readable checkpoint;
-    newer unreadable ones are passed over with a ``UserWarning`` naming each.
+    count, as a string or an int), for seed ``seed_index`` of the run. ``latest`` is the newest
+    readable checkpoint; newer unreadable ones are passed over with a ``UserWarning`` naming
+    each.
 
     Loading a run runs none of its code. A run trained on an environment object needs it again
     as ``env``; a run on a ``module:factory`` needs that string again as ``env`` (the module is
@@ -145,10 +147,17 @@ def load(
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
         UntrustedCodeError: a run on a factory, with neither ``env`` nor ``trust_run_code``.
-        ConfigError: ``env`` missing for a run trained on an object, or not that run's.
+        ConfigError: ``checkpoint`` neither of those; ``env`` missing for a run trained on an
+            object, or not that run's.
     """
     from purerl.run.evaluate import load_agents
 
+    if isinstance(checkpoint, int) and not isinstance(checkpoint, bool):
+        checkpoint = str(checkpoint)
+    if not isinstance(checkpoint, str):
+        raise ConfigError(
+            f"checkpoint must be 'latest', 'best' or an update count, got {checkpoint!r}"
+        )
     run = load_agents(Path(run_dir), checkpoint, env, trust_run_code)
     for err in run.skipped:
         warnings.warn(f"skipped checkpoint {err.step}: {err.reason}", stacklevel=2)

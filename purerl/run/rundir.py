@@ -21,6 +21,7 @@ a run directory (``purerl.run.writes``): a resume checks every path above first
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import errno
@@ -30,12 +31,13 @@ import math
 import os
 import re
 import shutil
+import typing
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.config import ConfigError, os_error_reason, type_problem
 from purerl.core.report import ChunkReport
 from purerl.run import writes
 
@@ -102,6 +104,39 @@ def set_aside_checkpoint(run_dir: Path, step: int, folder: str = UNREADABLE_DIR)
     return target
 
 
+RUN_FILES = (
+    CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, RESUMES_FILE, *GRAPH_FILES, CHECKPOINTS_DIR,
+    UNREADABLE_DIR, SUPERSEDED_DIR, TENSORBOARD_DIR, LOCK_FILE,
+)  # fmt: skip
+"""Every name of the table above: what a run writes into its directory."""
+
+
+def has_metrics_rows(run_dir: Path) -> bool:
+    """Whether a run has written any ``metrics.jsonl`` row (an update has been recorded)."""
+    path = Path(run_dir) / METRICS_FILE
+    return path.is_file() and path.stat().st_size > 0
+
+
+def remove_new_run(run_dir: Path, created: list[Path]) -> None:
+    """Removes a new run that ended before its first checkpoint, as if it had never started:
+    ``run_dir`` whole if the run created it (``created``, from ``missing_dirs``, deepest
+    first), else only the files of ``RUN_FILES`` in it (and their ``.tmp`` siblings), then the
+    parents it created if they are empty. Such a run can never be resumed, and its directory
+    would only stand in the way of the same command run again."""
+    run_dir = Path(run_dir)
+    if run_dir in created:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        for name in RUN_FILES:
+            for path in (run_dir / name, run_dir / f"{name}.tmp"):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):  # absent, or not ours to remove
+                        path.unlink()
+    remove_empty_dirs(created)
+
+
 class NotARunError(ConfigError):
     """A directory is not a (readable) purerl run; the message names it and what is missing."""
 
@@ -147,16 +182,40 @@ def create_run_dir(path: Path, what: str = "run directory", option: str = "--run
             be created (permissions, read-only or full file system).
     """
     path = Path(path)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ConfigError(
-            f"{what} {path} already exists and is not empty; pass another {option} "
-            "(existing results are never overwritten)"
-        )
+    missing = missing_dirs(path)
     try:
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise ConfigError(
+                f"{what} {path} already exists and is not empty; pass another {option} "
+                "(existing results are never overwritten)"
+            )
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ConfigError(f"cannot create {what} {path}: {err.strerror}") from err
+        remove_empty_dirs(missing)
+        raise ConfigError(f"cannot create {what} {path}: {os_error_reason(err)}") from err
     return path
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first: what creating
+    ``path`` creates."""
+    missing = []
+    for folder in [Path(path), *Path(path).parents]:
+        try:
+            if folder.exists():
+                break
+        except OSError:  # a name too long, say: it cannot exist
+            pass
+        missing.append(folder)
+    return missing
+
+
+def remove_empty_dirs(folders: list[Path]) -> None:
+    """Removes those of ``folders`` (deepest first) that exist and are empty, as a command that
+    created them and then failed leaves them."""
+    for folder in folders:
+        with contextlib.suppress(OSError):  # absent, not empty, or not ours: left as it is
+            folder.rmdir()
 
 
 class RunLock:
@@ -252,12 +311,24 @@ class ConfigRecord:
         unknown = sorted(set(self.config) - known)
         if unknown:
             raise ConfigError(f"{where} has fields this purerl does not know: {', '.join(unknown)}")
-        return config_cls(**{k: from_json(v) for k, v in self.config.items()})
+        try:
+            return config_cls(**{k: from_json(v) for k, v in self.config.items()})
+        except ConfigError as err:
+            raise ConfigError(
+                f"the configuration saved in {where} does not validate: {err}"
+            ) from err
 
-    def make_options(self, options_cls: type) -> Any:
-        """The saved run options (unknown fields dropped, missing ones at their defaults)."""
+    def make_options(self, options_cls: type, where: Path) -> Any:
+        """The saved run options (unknown fields dropped, missing ones at their defaults).
+
+        Raises:
+            ConfigError: a saved value this version does not accept.
+        """
         known = {f.name for f in dataclasses.fields(options_cls)}
-        return options_cls(**{k: from_json(v) for k, v in self.run.items() if k in known})
+        try:
+            return options_cls(**{k: from_json(v) for k, v in self.run.items() if k in known})
+        except ConfigError as err:
+            raise ConfigError(f"the run options saved in {where} do not validate: {err}") from err
 
 
 def json_ready(data: Any) -> Any:
@@ -288,12 +359,7 @@ def read_config(source: Path) -> ConfigRecord:
         raise NotARunError(f"{what} {source} does not exist")
     if not path.is_file():
         raise NotARunError(f"{source} is not a run directory: it has no config.json")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise NotARunError(f"{path} is not valid JSON ({err})") from err
-    except OSError as err:
-        raise NotARunError(f"cannot read {path}: {err.strerror}") from err
+    data = read_json(path)
     try:
         record = ConfigRecord(
             algo=str(data["algo"]),
@@ -310,6 +376,61 @@ def read_config(source: Path) -> ConfigRecord:
             else f"{path} is not a purerl run config ({err})"
         ) from err
     return record
+
+
+def read_text(path: Path) -> str:
+    """The text of a file of a run directory, which purerl writes as UTF-8.
+
+    Raises:
+        NotARunError: ``path`` is a directory, cannot be read, or is not UTF-8 text (so not a
+            file purerl wrote).
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise NotARunError(
+            f"{path} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset "
+            f"{err.start}), so purerl did not write it; restore it from a copy or move it away"
+        ) from None
+    except IsADirectoryError:
+        raise NotARunError(
+            f"{path} is a directory, not a file purerl wrote; move it away"
+        ) from None
+    except OSError as err:
+        raise NotARunError(f"cannot read {path}: {os_error_reason(err)}") from err
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value a file of a run directory holds.
+
+    Raises:
+        NotARunError: as ``read_text``, or the text is not JSON.
+    """
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise NotARunError(f"{path} is not valid JSON ({err})") from err
+    except RecursionError:
+        raise NotARunError(f"{path} is not valid JSON (nested too deeply)") from None
+
+
+def record_problem(cls: type, data: Any) -> str | None:
+    """Why ``data``, read from JSON, is not a ``cls`` record (None if it is): not an object, a
+    field without a default missing, or a field's value not of its annotated type."""
+    if not isinstance(data, dict):
+        return f"it holds a JSON {type(data).__name__}, not an object"
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        if field.name not in data:
+            required = field.default is field.default_factory is dataclasses.MISSING
+            if required:
+                return f"it has no {field.name}"
+            continue
+        problem = type_problem(data[field.name], hints[field.name])
+        if problem:
+            return f"its {field.name} {problem}"
+    return None
 
 
 def write_config(run_dir: Path, record: ConfigRecord) -> None:
@@ -459,18 +580,21 @@ def read_metrics_rows(path: Path) -> list[dict[str, Any]]:
     Raises:
         NotARunError: a line other than the last one is not valid JSON.
     """
-    lines = Path(path).read_text(encoding="utf-8").split("\n")
+    lines = read_text(path).split("\n")
     rows = []
     for index, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as err:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as err:
             # The writer appends whole lines, so only the one being written can be partial.
             if index == len(lines) - 1:
                 break
             raise NotARunError(f"{path}: line {index + 1} is not valid JSON ({err})") from err
+        if not isinstance(row, dict):
+            raise NotARunError(f"{path}: line {index + 1} is not a metrics row (a JSON object)")
+        rows.append(row)
     return rows
 
 
@@ -494,11 +618,11 @@ def restore_metrics(
     path = Path(run_dir) / METRICS_FILE
     writes.require_file_or_absent(path)  # before reading it too: a FIFO would block the read
     lines: dict[int, str] = {}
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = read_text(path) if path.exists() else ""
     for line in text.splitlines():
         try:
             update = json.loads(line)["update"]
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):
             continue
         if isinstance(update, int) and 1 <= update <= updates_done:
             lines.setdefault(update, line)
@@ -572,12 +696,19 @@ def read_summary(run_dir: Path) -> Summary | None:
     """``summary.json`` of a run, or None if it has none (written atomically: present means
     complete)."""
     path = Path(run_dir) / SUMMARY_FILE
-    if not path.is_file():
+    if not path.exists():
         return None
-    try:
-        return Summary.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as err:
-        raise NotARunError(f"{path} is not a purerl summary ({err})") from err
+    data = read_json(path)
+    problem = record_problem(Summary, data)
+    if problem is None and data["num_seeds"] < 1:
+        problem = f"its num_seeds is {data['num_seeds']}"
+    if problem is None and (data["final_mean_return"] is None) != (
+        data["final_std_return"] is None
+    ):
+        problem = "it has only one of final_mean_return and final_std_return"
+    if problem is not None:
+        raise NotARunError(f"{path} is not a purerl summary: {problem}")
+    return Summary.from_json(data)
 
 
 def record_resume(run_dir: Path, row: dict[str, Any]) -> None:
@@ -622,7 +753,7 @@ def evaluations_of_rows(rows: list[dict[str, Any]], num_seeds: int) -> Evaluatio
 def read_evaluations(run_dir: Path, num_seeds: int) -> Evaluations | None:
     """The evaluations a run's ``metrics.jsonl`` holds (None: none, or no file)."""
     path = Path(run_dir) / METRICS_FILE
-    return evaluations_of_rows(read_metrics_rows(path), num_seeds) if path.is_file() else None
+    return evaluations_of_rows(read_metrics_rows(path), num_seeds) if path.exists() else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -685,14 +816,14 @@ def load_run(path: str | Path) -> Run:
     record = read_config(run_dir)
     metrics_path = run_dir / METRICS_FILE
     # A run that is still compiling may not have created metrics.jsonl yet: no updates.
-    rows = read_metrics_rows(metrics_path) if metrics_path.is_file() else []
+    rows = read_metrics_rows(metrics_path) if metrics_path.exists() else []
     summary = read_summary(run_dir)
     # An interrupted run that was resumed keeps its old summary until it ends again.
     if summary is not None and rows and summary.num_updates != rows[-1].get("update"):
         summary = None
     try:
         return run_from_rows(run_dir, record, rows, summary)
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
         raise NotARunError(
             f"{metrics_path} does not hold purerl metrics rows ({type(err).__name__}: {err})"
         ) from err

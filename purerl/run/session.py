@@ -60,6 +60,8 @@ def run(
     lock = None
     if request.resume is not None and not request.options.distributed:
         lock = lock_existing(Path(request.resume))
+    created: list[Path] | None = None
+    """The directories a new run created, removed with what it wrote if it fails early."""
     try:
         setup = prepare(request)
         notify(
@@ -79,16 +81,33 @@ def run(
                 run_dir = Path(
                     request.options.run_dir or rundir.default_run_dir(spec.name, cfg.env)
                 )
-                lock = open_new(setup, run_dir) if main else None
+                if main:
+                    lock, created = open_new(setup, run_dir)
             else:
                 run_dir = Path(request.resume)
                 if lock is None and main:
                     lock = lock_existing(run_dir)
             start = None if request.resume is None else restore(setup, run_dir, main, sinks)
             return train_and_finish(setup, run_dir, start, stop, sinks)
+    except BaseException as err:
+        if created is not None and ended_before_keeping_anything(run_dir, err):
+            if lock is not None:
+                lock.release()
+                lock = None
+            rundir.remove_new_run(run_dir, created)
+        raise
     finally:
         if lock is not None:
             lock.release()
+
+
+def ended_before_keeping_anything(run_dir: Path, err: BaseException) -> bool:
+    """Whether a new run that failed with ``err`` has nothing to keep: no complete checkpoint
+    to resume from, and no metrics row either (a run that diverged keeps the rows that show
+    how), or a full disk, where the space it holds is better given back."""
+    if rundir.complete_checkpoints(run_dir):
+        return False
+    return is_disk_full(err) or not rundir.has_metrics_rows(run_dir)
 
 
 def lock_existing(run_dir: Path) -> rundir.RunLock:
@@ -99,17 +118,27 @@ def lock_existing(run_dir: Path) -> rundir.RunLock:
     return rundir.RunLock(run_dir).acquire()
 
 
-def open_new(setup: Setup, run_dir: Path) -> rundir.RunLock:
-    """Creates and locks a new run directory and writes its ``config.json``."""
+def open_new(setup: Setup, run_dir: Path) -> tuple[rundir.RunLock, list[Path]]:
+    """Creates and locks a new run directory and writes its ``config.json``; returns the lock
+    and the directories it created (``rundir.missing_dirs``). Once locked, what the directory
+    holds is this run's: a failure removes it again (``rundir.remove_new_run``)."""
+    created = rundir.missing_dirs(run_dir)
     rundir.create_run_dir(run_dir)
-    lock = rundir.RunLock(run_dir).acquire()
-    record = rundir.ConfigRecord.new(setup.request.spec.name, setup.cfg, setup.options)
+    lock = None
     try:
+        lock = rundir.RunLock(run_dir).acquire()
+        record = rundir.ConfigRecord.new(setup.request.spec.name, setup.cfg, setup.options)
         rundir.write_config(run_dir, record)
-    except OSError as err:
-        lock.release()
-        raise ConfigError(f"cannot write {run_dir / 'config.json'}: {err.strerror}") from err
-    return lock
+    except rundir.RunLockedError:
+        raise  # another process got there first: the directory is its
+    except BaseException as err:
+        if lock is not None:
+            lock.release()
+        rundir.remove_new_run(run_dir, created)
+        if isinstance(err, OSError):
+            raise ConfigError(f"cannot write {run_dir / 'config.json'}: {err.strerror}") from err
+        raise
+    return lock, created
 
 
 def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ()) -> Snapshot:
@@ -135,6 +164,9 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
     for err in skipped:
         warn(sinks, f"skipped checkpoint {err.step}: {err.reason}")
     if main:
+        # First, as it refuses a metrics.jsonl it cannot read before anything is moved.
+        carried = list(start.record.get("metrics_rows", []))
+        repair = rundir.restore_metrics(run_dir, start.updates_done, carried)
         moved = [rundir.set_aside_checkpoint(run_dir, err.step) for err in skipped]
         # The run continues from an older checkpoint: the newer ones belong to the history it
         # replaces, and would stand in the way of the checkpoints it saves.
@@ -147,8 +179,6 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
                 f"resuming from checkpoint {start.updates_done}: the newer checkpoints "
                 f"{', '.join(map(str, newer))} moved to {run_dir / rundir.SUPERSEDED_DIR}",
             )
-        carried = list(start.record.get("metrics_rows", []))
-        repair = rundir.restore_metrics(run_dir, start.updates_done, carried)
         if repair.restored:
             warn(
                 sinks,
@@ -247,7 +277,9 @@ def train_and_finish(
         if isinstance(err, jax.errors.JaxRuntimeError) and (
             "RESOURCE_EXHAUSTED" in str(err) or "out of memory" in str(err).lower()
         ):
-            raise ConfigError(out_of_memory_message(cfg, setup.placement)) from err
+            raise ConfigError(
+                out_of_memory_message(cfg, setup.placement, setup.state_bytes)
+            ) from err
         raise
     finally:
         if saver is not None:
@@ -323,8 +355,7 @@ def disk_error(err: BaseException, run_dir: Path, setup: Setup) -> ConfigError:
     how = (
         f"continue with: {setup.request.resume_hint(run_dir)}"
         if steps
-        else f"start the run again (nothing can be resumed; remove {run_dir} or pass another "
-        "--run-dir)"
+        else f"start the run again (with nothing to resume from, {run_dir} is removed)"
     )
     if is_disk_full(err):
         free = shutil.disk_usage(run_dir).free

@@ -2,19 +2,21 @@
 their locks."""
 
 import json
+import os
 import runpy
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from purerl import algos
 from purerl.options import options_for
 from purerl.run import rundir
-from tests.helpers import ROOT, TINY_ARGS, metric_rows, run_cli, run_process
+from tests.helpers import DQN_TINY_ARGS, ROOT, TINY_ARGS, metric_rows, run_cli, run_process
 
 
 def start(*args):
@@ -199,6 +201,55 @@ cp {run_dir}/metrics.jsonl {out}/metrics.jsonl
     assert read("rc2").strip() == "0", read("err2")
     assert f"resuming at update {complete[-1]}" in read("out2")
     assert metric_rows(out) == metric_rows(tiny_run)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not can_mount_tmpfs(), reason="needs unshare and a tmpfs mount (Linux)")
+def test_a_disk_full_during_the_first_checkpoint_is_one_line_and_leaves_nothing(tmp_path):
+    # A 64 KiB tmpfs holds the tiny DQN run's config and metrics but not its first checkpoint:
+    # the save fails part way, in orbax's background threads, with array writes in flight.
+    mount, out = tmp_path / "small", tmp_path / "out"
+    mount.mkdir()
+    out.mkdir()
+    script = f"""
+mount -t tmpfs -o size=64k tmpfs {mount}
+cd {ROOT}
+{sys.executable} -m purerl train dqn {" ".join(DQN_TINY_ARGS)} --run-dir {mount}/run \
+    > {out}/stdout 2> {out}/stderr
+echo $? > {out}/rc
+ls -A {mount} > {out}/left
+"""
+    subprocess.run(["unshare", "-rm", "sh", "-c", script], check=True, timeout=300)
+    stderr = (out / "stderr").read_text()
+    assert (out / "rc").read_text().strip() == "2", stderr
+    (line,) = stderr.strip().splitlines()  # not one "Event loop is closed" traceback more
+    assert line.startswith(f"error: no space left on the device of {mount}/run")
+    assert "no checkpoint was completed" in line and "is removed" in line
+    assert (out / "left").read_text() == ""
+
+
+def test_distributed_without_a_launcher_or_coordinator_is_one_line(tmp_path):
+    proc = run_process(
+        "-m", "purerl", "train", "ppo", *TINY_ARGS, "--distributed", "--run-dir", tmp_path / "r"
+    )
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: --distributed found no launcher"), line
+    assert "give --coordinator-address HOST:PORT, --num-processes and --process-id" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_non_ascii_run_path_prints_on_an_ascii_terminal(tiny_run, tmp_path):
+    run_dir = Path(shutil.copytree(tiny_run, tmp_path / "r\u00fcn"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "purerl", "plot", run_dir, "--out", tmp_path / "\u00fc.png"],
+        capture_output=True, cwd=ROOT, timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONIOENCODING": "ascii"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr == b""
+    assert b"| r\\xfcn |" in proc.stdout and b"\\xfc.png" in proc.stdout
+    assert (tmp_path / "\u00fc.png").is_file()
 
 
 # The set-up after the libraries have loaded (environment, state shapes, memory check) takes

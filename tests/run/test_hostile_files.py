@@ -106,7 +106,9 @@ def test_a_metrics_file_purerl_did_not_write_is_refused(run_copy, damage, comman
     if damage == "a directory":
         path.unlink()
         path.mkdir()
-        message = f"{path} is a directory, not a file purerl wrote; move it away"
+        # A resume's check of the paths it writes (``rundir.require_safe_paths``) and plot's
+        # read of the rows word the fix each their way; both name the directory.
+        message = f"{path} is a directory"
     else:
         path.write_bytes(path.read_bytes()[:100] + b"\xff\n")
         message = f"{path} is not UTF-8 text (byte 0xff at offset 100)"

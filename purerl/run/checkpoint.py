@@ -314,6 +314,22 @@ def _read_record(manager: Any, step: int) -> Any:
     return manager.restore(step, args=ocp.args.Composite(record=ocp.args.JsonRestore())).record
 
 
+def intact_steps(run_dir: Path) -> list[int]:
+    """Steps of the complete checkpoints of a run whose files match their checksums (or that
+    have none to check: saved before purerl recorded them), oldest first. Hashes their files,
+    restores nothing."""
+    intact = []
+    for step in complete_checkpoints(run_dir):
+        path = checkpoint_path(run_dir, step)
+        try:
+            checksums = read_checksums(path)
+        except DamagedFileError:
+            continue
+        if checksums is None or not damaged_files(path, checksums):
+            intact.append(step)
+    return intact
+
+
 @_orbax_quietly()
 def data_parallel_replicas(run_dir: Path, which: str) -> int | None:
     """How many data-parallel replicas checkpoint ``which`` of a run stacks (None: seeds mode,

@@ -160,6 +160,17 @@ def test_a_resume_past_a_flipped_bit_retrains_to_the_uninterrupted_rows(trained,
     assert "does not match the checksum" in resume["skipped_checkpoints"][0]["reason"]
 
 
+def test_a_divergence_after_a_resume_names_the_intact_checkpoints(run_copy, monkeypatch):
+    from purerl.core import loop
+
+    flip_a_bit_of_the_largest_file(run_copy, 2)
+    monkeypatch.setattr(loop, "first_nonfinite", lambda report: (0, report.first_update + 1))
+    result = run_cli("train", "--resume", run_copy, "--resume-from", "4")
+    assert result.code == 1, result.stderr
+    assert "checkpoint 4, saved before it, is kept" in result.stderr
+    assert "resume from another with --resume-from (intact checkpoints: 1, 3-4)" in result.stderr
+
+
 # Records of the wrong content.
 
 

@@ -8,6 +8,13 @@ module reads and writes through orbax what it lays out, and opens no file itself
 each checkpoint into a temporary directory and renames it when complete, so a killed process
 leaves at most an unfinished temporary directory, never a checkpoint that looks complete.
 
+Each checkpoint carries the CRC-32 of every file orbax wrote for it (``rundir.seal_checkpoint``),
+computed in orbax's background thread once the files are written and before the rename, so the
+training loop does not wait for it and a complete checkpoint always has them. A restore checks
+the files against them first: a checkpoint damaged on disk, even by one flipped bit that would
+still decode, is unreadable like a truncated one. Checkpoints saved before purerl recorded
+checksums restore unchecked.
+
 State fields listed as *transient* are not saved; a restore takes them from a freshly
 initialised agent instead. That is how a live EnvPool simulator (``env_state``, ``obs``: reset on
 resume) or a large replay buffer (``buffer``) is left out.
@@ -34,11 +41,17 @@ import numpy as np
 from purerl.core.loop import HISTORY_KEYS, Snapshot
 from purerl.run.capacity import disk_bytes
 from purerl.run.rundir import (
+    CHECKSUM_ALGORITHM,
     CheckpointRecord,
+    DamagedFileError,
     RunIdentity,
     checkpoint_path,
     checkpoints_dir,
     complete_checkpoints,
+    damaged_files,
+    read_checksums,
+    saving_checkpoint_path,
+    seal_checkpoint,
     writable_checkpoints_dir,
 )
 
@@ -133,7 +146,15 @@ def _orbax_quietly() -> Iterator[None]:
         absl.setLevel(level)
 
 
-def _manager(directory: Path, keep_last: int = 1, keep_best: int = 0, read_only: bool = False):
+def _manager(
+    directory: Path,
+    keep_last: int = 1,
+    keep_best: int = 0,
+    read_only: bool = False,
+    on_written: Callable[[], None] | None = None,
+):
+    """An orbax manager of ``directory``; ``on_written`` is called in its background thread once
+    a checkpoint's files are written, before the checkpoint is renamed complete."""
     import orbax.checkpoint as ocp
 
     policies = ocp.checkpoint_managers
@@ -149,6 +170,7 @@ def _manager(directory: Path, keep_last: int = 1, keep_best: int = 0, read_only:
     options = ocp.CheckpointManagerOptions(
         preservation_policy=policies.AnyPreservationPolicy(preserve),
         enable_async_checkpointing=not read_only,
+        async_options=ocp.AsyncOptions(post_finalization_callback=on_written),
         create=not read_only,
         read_only=read_only,
     )
@@ -183,6 +205,9 @@ class Checkpointer:
         self.identity = identity
         self.transient = tuple(transient)
         self.metrics = metrics
+        self.saving: int | None = None
+        """The checkpoint orbax is writing in the background (``seal`` reads it; ``save`` sets it
+        only after ``require_space`` waited for the one before)."""
         # Saves run in orbax's background threads, each on an event loop of its own: a save
         # that fails part way (a full disk) closes its loop with writes still in flight, which
         # then report to the closed loop, each with a traceback, unless the loops are
@@ -190,7 +215,7 @@ class Checkpointer:
         self.quiet = contextlib.ExitStack()
         self.quiet.enter_context(_orbax_quietly())
         try:
-            self.manager = _manager(self.directory, keep_last, keep_best)
+            self.manager = _manager(self.directory, keep_last, keep_best, on_written=self.seal)
         except BaseException:
             self.quiet.close()
             raise
@@ -227,7 +252,9 @@ class Checkpointer:
             transient=list(self.transient),
             sessions=list(sessions),
             metrics_rows=self.metrics() if self.metrics is not None else [],
+            checksum=CHECKSUM_ALGORITHM,
         )
+        self.saving = updates_done
         self.manager.save(
             updates_done,
             args=ocp.args.Composite(
@@ -237,6 +264,11 @@ class Checkpointer:
             force=True,
         )
         self.last_saved = updates_done
+
+    def seal(self) -> None:
+        """Writes the checksums of the checkpoint being saved (orbax calls this in its
+        background thread, on the primary process only, once every process has written)."""
+        seal_checkpoint(saving_checkpoint_path(self.run_dir, self.saving))
 
     def require_space(self) -> None:
         """Refuses to start a save the disk cannot hold: with less free space than
@@ -289,13 +321,28 @@ def available_steps(run_dir: Path) -> list[int]:
         manager.close()
 
 
-def _read_record(manager: Any, step: int) -> dict[str, Any]:
-    """Checkpoint ``step``'s record as stored (``CheckpointRecord.to_json``, or an older
-    format's)."""
+def _read_record(manager: Any, step: int) -> Any:
+    """Checkpoint ``step``'s record as stored (``CheckpointRecord.to_json``, an older format's,
+    or whatever JSON its record file holds)."""
     import orbax.checkpoint as ocp
 
-    restored = manager.restore(step, args=ocp.args.Composite(record=ocp.args.JsonRestore()))
-    return dict(restored.record)
+    return manager.restore(step, args=ocp.args.Composite(record=ocp.args.JsonRestore())).record
+
+
+def intact_steps(run_dir: Path) -> list[int]:
+    """Steps of the complete checkpoints of a run whose files match their checksums (or that
+    have none to check: saved before purerl recorded them), oldest first. Hashes their files,
+    restores nothing."""
+    intact = []
+    for step in complete_checkpoints(run_dir):
+        path = checkpoint_path(run_dir, step)
+        try:
+            checksums = read_checksums(path)
+        except DamagedFileError:
+            continue
+        if checksums is None or not damaged_files(path, checksums):
+            intact.append(step)
+    return intact
 
 
 @_orbax_quietly()
@@ -364,33 +411,67 @@ def require_run_dir(run_dir: Path) -> None:
     raise CheckpointError(f"run directory {run_dir} does not exist")
 
 
-def _check_identity(record: dict[str, Any], expected: RunIdentity, where: str) -> None:
-    """Raises ``CheckpointError`` unless ``record`` (as stored, of any format version) is of this
-    format and carries the identity ``expected``."""
-    if record.get("format_version") != FORMAT_VERSION:
+def _check_identity(record: CheckpointRecord, expected: RunIdentity, where: str) -> None:
+    """Raises ``CheckpointError`` unless ``record`` is of this format and carries the identity
+    ``expected``."""
+    if record.format_version != FORMAT_VERSION:
         raise CheckpointError(
-            f"{where} has format version {record.get('format_version')}, this purerl reads "
+            f"{where} has format version {record.format_version}, this purerl reads "
             f"version {FORMAT_VERSION}: its policy would not act as it was trained to; train the "
             "run again"
         )
-    if record.get("algo") != expected.algo:
+    if record.algo != expected.algo:
         raise CheckpointError(
-            f"{where} was written by {record.get('algo')}, not {expected.algo}; use the "
-            f"{record.get('algo')} command"
+            f"{where} was written by {record.algo}, not {expected.algo}; use the "
+            f"{record.algo} command"
         )
-    if record.get("placement") != expected.placement:
-        layout = record.get("placement") or {"mode": "seeds", "devices": 1}
+    if record.placement != expected.placement:
+        layout = record.placement or {"mode": "seeds", "devices": 1}
         raise CheckpointError(
             f"{where} was written with {layout['devices']} device(s) in {layout['mode']} mode; "
             f"resume with --parallel {layout['mode']} --num-devices {layout['devices']}"
         )
-    saved, wanted = record.get("config", {}), expected.config
+    saved, wanted = record.config, expected.config
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:
         detail = ", ".join(f"{k}: {saved.get(k)!r} vs {wanted.get(k)!r}" for k in differ[:4])
         raise CheckpointError(
             f"{where} does not match this run's configuration ({detail}); it belongs to another run"
         )
+
+
+def _intact_record(manager: Any, run_dir: Path, step: int) -> CheckpointRecord:
+    """Checkpoint ``step``'s record, once it and the checkpoint's files are found intact: a
+    record of a form this purerl writes, for this step and of a format no newer than its own,
+    and files that match their checksums (if it was saved with them).
+
+    Raises:
+        DamagedFileError: a wrong record or damaged files, said in words (and whatever orbax
+            raises for a record file it cannot read).
+    """
+    record = CheckpointRecord.from_json(_read_record(manager, step))
+    if record.updates_done != step:
+        raise DamagedFileError(f"its record is of update {record.updates_done}, not {step}")
+    if record.format_version > FORMAT_VERSION:
+        raise DamagedFileError(
+            f"it is of checkpoint format {record.format_version}, written by a newer purerl "
+            f"(this one reads format {FORMAT_VERSION})"
+        )
+    path = checkpoint_path(run_dir, step)
+    checksums = read_checksums(path)
+    if checksums is None and record.checksum is not None:
+        raise DamagedFileError("its checksum file is missing")
+    damaged = damaged_files(path, checksums) if checksums is not None else []
+    if len(damaged) == 1:
+        raise DamagedFileError(
+            f"its file {damaged[0]} does not match the checksum saved with it (damaged on disk)"
+        )
+    if damaged:
+        raise DamagedFileError(
+            f"{len(damaged)} of its files do not match the checksums saved with them (damaged "
+            f"on disk): {', '.join(damaged[:3])}{', ...' if len(damaged) > 3 else ''}"
+        )
+    return record
 
 
 @_orbax_quietly()
@@ -421,13 +502,12 @@ def restore(
     manager = _manager(checkpoints_dir(run_dir), read_only=True)
     try:
         try:
-            stored_record = _read_record(manager, step)
+            record = _intact_record(manager, run_dir, step)
         except Exception as err:  # orbax raises many types for unreadable files
             raise _unreadable(step, where, err) from err
         if any_layout:
-            expected = expected._replace(placement=stored_record.get("placement"))
-        _check_identity(stored_record, expected, where)
-        record = CheckpointRecord.from_json(stored_record)
+            expected = expected._replace(placement=record.placement)
+        _check_identity(record, expected, where)
         transient, done = tuple(record.transient), record.updates_done
         num_seeds = jax.tree.leaves(fresh_agents)[0].shape[0]
         history = {k: jax.ShapeDtypeStruct((num_seeds, done), jnp.float32) for k in HISTORY_KEYS}
@@ -451,7 +531,7 @@ def restore(
     fresh_fields = {name: getattr(fresh_agents.state, name) for name in transient}
     agents = agents._replace(state=agents.state._replace(**fresh_fields))
     history = {k: np.asarray(v) for k, v in restored["history"].items()}
-    return Snapshot(agents, history, done, stored_record)
+    return Snapshot(agents, history, done, record.to_json())
 
 
 def _unreadable(step: int, where: str, err: Exception) -> UnreadableCheckpointError:
@@ -475,6 +555,8 @@ def plain_reason(err: BaseException) -> str:
     while err is not None and len(chain) < 8:
         chain.append(err)
         err = err.__cause__ or err.__context__
+    if isinstance(chain[0], DamagedFileError):
+        return str(chain[0])
     if any(isinstance(e, json.JSONDecodeError) for e in chain):
         return "its record file is not valid JSON (cut short or overwritten?)"
     if any(isinstance(e, FileNotFoundError) for e in chain):

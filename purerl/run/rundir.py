@@ -8,6 +8,7 @@
 | ``returns.png``, ``returns_smoothed.png`` | ``purerl.run.plots`` | learning curves |
 | ``resumes.jsonl`` | ``record_resume`` | one line per resume: from where, what changed |
 | ``checkpoints/<step>/`` | ``purerl.run.checkpoint`` | orbax: arrays and a ``CheckpointRecord`` |
+| ``checkpoints/<step>/checksums.json`` | ``seal_checkpoint`` | CRC-32 of every file orbax wrote |
 | ``unreadable-checkpoints/`` | ``set_aside_checkpoint`` | checkpoints a resume could not read |
 | ``tensorboard/`` | ``purerl.run.tensorboard`` in ``tensorboard_dir`` | event files |
 | ``wandb/`` | wandb (``--wandb-project``) | its local files |
@@ -32,6 +33,8 @@ import os
 import re
 import shutil
 import typing
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -51,6 +54,10 @@ GRAPH_FILES = ("returns.png", "returns_smoothed.png")
 CHECKPOINTS_DIR = "checkpoints"
 UNREADABLE_DIR = "unreadable-checkpoints"
 SUPERSEDED_DIR = "superseded-checkpoints"
+CHECKSUMS_FILE = "checksums.json"
+CHECKSUM_ALGORITHM = "crc32"
+"""What ``checksums.json`` holds for each file: its CRC-32 (``zlib.crc32``), which detects every
+single flipped bit (and every burst of up to 32), at about 4 GB/s on one core."""
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
 LOCK_FILE = ".lock"
@@ -77,6 +84,13 @@ def writable_checkpoints_dir(run_dir: Path) -> Path:
     """``checkpoints_dir``, created, to hand to orbax: refused if it or a checkpoint in it is a
     link (orbax deletes old checkpoints, which would delete what a link points to)."""
     return writes.require_real_dir(checkpoints_dir(run_dir), create=True, contents=True)
+
+
+def saving_checkpoint_path(run_dir: Path, step: int) -> Path:
+    """The directory orbax is writing checkpoint ``step`` into: its temporary
+    ``<step>.orbax-checkpoint-tmp...`` until it renames it when complete, then its own."""
+    pending = sorted(checkpoints_dir(run_dir).glob(f"{step}.orbax-checkpoint-tmp*"))
+    return pending[-1] if pending else checkpoint_path(run_dir, step)
 
 
 def tensorboard_dir(run_dir: Path) -> Path:
@@ -472,23 +486,47 @@ class CheckpointRecord:
     """One timing record per process of the run so far (``summary.json``'s ``sessions``)."""
     metrics_rows: list[dict[str, Any]]
     """The ``metrics.jsonl`` rows of the last chunk before it (``restore_metrics``)."""
+    checksum: str | None = None
+    """``CHECKSUM_ALGORITHM`` when its files have checksums (``checksums.json``, written as it is
+    saved); None for a checkpoint saved before purerl recorded them."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CheckpointRecord:
-        """A record as read back; fields an older writer left out take their empty values."""
-        return cls(
-            algo=data.get("algo"),
-            config=data.get("config", {}),
+    def from_json(cls, data: Any) -> CheckpointRecord:
+        """A record as read back, checked field by field; fields an older writer left out
+        (``placement`` and the ones after ``updates_done``) take their empty values.
+
+        Raises:
+            DamagedFileError: not a JSON object, a required field missing, or a field of the
+                wrong type; the message says which, in words.
+        """
+        if not isinstance(data, dict):
+            raise DamagedFileError(f"its record is {json_kind(data)}, not a checkpoint record")
+        missing = [k for k in ("algo", "config", "format_version", "updates_done") if k not in data]
+        if missing:
+            raise DamagedFileError(f"its record has no {', '.join(missing)}")
+        record = cls(
+            algo=data["algo"],
+            config=data["config"],
             placement=data.get("placement"),
-            format_version=data.get("format_version"),
-            updates_done=int(data["updates_done"]),
+            format_version=data["format_version"],
+            updates_done=data["updates_done"],
             mean_return=data.get("mean_return"),
-            transient=list(data.get("transient", ())),
-            sessions=list(data.get("sessions", [])),
-            metrics_rows=list(data.get("metrics_rows", [])),
+            transient=data.get("transient", []),
+            sessions=data.get("sessions", []),
+            metrics_rows=data.get("metrics_rows", []),
+            checksum=data.get("checksum"),
+        )
+        for field, wanted in RECORD_TYPES.items():
+            value = getattr(record, field)
+            if not wanted.check(value):
+                raise DamagedFileError(
+                    f"its record's {field} is {json_kind(value)}, not {wanted.description}"
+                )
+        return dataclasses.replace(
+            record, mean_return=None if record.mean_return is None else float(record.mean_return)
         )
 
     @property
@@ -500,6 +538,135 @@ class CheckpointRecord:
         """The number of replicas a data-parallel checkpoint stacks, else None."""
         layout = self.placement or {}
         return layout.get("devices") if layout.get("mode") == "data" else None
+
+
+class DamagedFileError(ValueError):
+    """A file of a checkpoint whose content is not what purerl wrote: a record of the wrong
+    shape, fields or types, a malformed checksum file, or files that do not match their
+    checksums. The message says what, in words."""
+
+
+class JsonType(NamedTuple):
+    check: Callable[[Any], bool]
+    description: str
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, for messages: ``a list``, ``'six'``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)[:40]
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_list_of(kind: type) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, list) and all(isinstance(v, kind) for v in value)
+
+
+def is_placement(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, dict)
+        and value.get("mode") in ("seeds", "data")
+        and is_int(value.get("devices"))
+    )
+
+
+RECORD_TYPES: dict[str, JsonType] = {
+    "algo": JsonType(lambda v: isinstance(v, str), "a name"),
+    "config": JsonType(lambda v: isinstance(v, dict), "an object of configuration fields"),
+    "placement": JsonType(is_placement, "null or a device layout ({mode, devices})"),
+    "format_version": JsonType(is_int, "a whole number"),
+    "updates_done": JsonType(lambda v: is_int(v) and v >= 0, "a count of updates"),
+    "mean_return": JsonType(
+        lambda v: v is None or (isinstance(v, int | float) and not isinstance(v, bool)),
+        "null or a number",
+    ),
+    "transient": JsonType(is_list_of(str), "a list of state field names"),
+    "sessions": JsonType(is_list_of(dict), "a list of objects"),
+    "metrics_rows": JsonType(is_list_of(dict), "a list of objects"),
+    "checksum": JsonType(lambda v: v is None or v == CHECKSUM_ALGORITHM, "null or 'crc32'"),
+}
+"""What each ``CheckpointRecord`` field must be, as ``from_json`` checks it."""
+
+CHECKSUM_BLOCK_BYTES = 8 << 20
+"""Files are read for their checksums in blocks of this size, into one reused buffer."""
+
+
+def file_crc32(path: Path) -> int:
+    """The CRC-32 of a file's bytes (``zlib.crc32`` of the whole file), read block by block."""
+    crc, buffer = 0, bytearray(min(CHECKSUM_BLOCK_BYTES, max(path.stat().st_size, 1)))
+    view = memoryview(buffer)
+    with open(path, "rb") as f:
+        while read := f.readinto(buffer):
+            crc = zlib.crc32(view[:read], crc)
+    return crc
+
+
+def checkpoint_files(directory: Path) -> list[Path]:
+    """The files orbax writes for a checkpoint's items (``state/``, ``record/``): every file in
+    a subdirectory of ``directory``. Its own top-level files (``_CHECKPOINT_METADATA``,
+    ``commit_success.txt``) are orbax's bookkeeping, rewritten as it commits."""
+    return sorted(p for p in Path(directory).glob("*/**/*") if p.is_file())
+
+
+def file_checksums(directory: Path) -> dict[str, list[int]]:
+    """``{path relative to directory: [size in bytes, CRC-32]}`` of ``checkpoint_files``."""
+    directory = Path(directory)
+    return {
+        p.relative_to(directory).as_posix(): [p.stat().st_size, file_crc32(p)]
+        for p in checkpoint_files(directory)
+    }
+
+
+def seal_checkpoint(directory: Path) -> None:
+    """Writes ``checksums.json`` into a checkpoint orbax has written its files to
+    (``saving_checkpoint_path``: before it renames it, so a complete checkpoint always has
+    it)."""
+    data = {"algorithm": CHECKSUM_ALGORITHM, "files": file_checksums(directory)}
+    write_json(Path(directory) / CHECKSUMS_FILE, data)
+
+
+def read_checksums(directory: Path) -> dict[str, list[int]] | None:
+    """The checksums a checkpoint was saved with, or None if it has none.
+
+    Raises:
+        DamagedFileError: ``checksums.json`` is not valid JSON or not of the shape
+            ``seal_checkpoint`` writes.
+    """
+    path = Path(directory) / CHECKSUMS_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as err:
+        raise DamagedFileError(f"its checksum file cannot be read ({err})") from err
+    files = data.get("files") if isinstance(data, dict) else None
+    well_formed = (
+        data.get("algorithm") == CHECKSUM_ALGORITHM
+        and isinstance(files, dict)
+        and all(isinstance(v, list) and len(v) == 2 and all(map(is_int, v)) for v in files.values())
+    )
+    if not well_formed:
+        raise DamagedFileError(f"its checksum file is not of a form purerl writes ({path})")
+    return files
+
+
+def damaged_files(directory: Path, checksums: dict[str, list[int]]) -> list[str]:
+    """The files of ``checksums`` (``read_checksums``) that are missing from checkpoint
+    ``directory`` or differ from what was saved, by relative path."""
+    damaged = []
+    for name, (size, crc) in sorted(checksums.items()):
+        path = Path(directory) / name
+        if not path.is_file() or path.stat().st_size != size or file_crc32(path) != crc:
+            damaged.append(name)
+    return damaged
 
 
 def report_rows(report: ChunkReport, env_steps_per_update: int, frame_skip: int) -> list[dict]:

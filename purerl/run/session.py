@@ -22,7 +22,15 @@ import jax
 from purerl.algos import Algo
 from purerl.config import USER_ERRNOS, ConfigError
 from purerl.core import parallel
-from purerl.core.loop import CheckpointPolicy, History, Snapshot, Timing, TrainResult, train
+from purerl.core.loop import (
+    CheckpointPolicy,
+    History,
+    NonFiniteLossError,
+    Snapshot,
+    Timing,
+    TrainResult,
+    train,
+)
 from purerl.core.program import init_agents
 from purerl.core.report import Sink
 from purerl.run import checkpoint, rundir
@@ -272,6 +280,8 @@ def train_and_finish(
             # Pending saves finish (or fail) first, so the message names what is on disk.
             close_quietly(saver)
             saver = None
+        if isinstance(err, NonFiniteLossError) and start is not None and run_dir is not None:
+            raise diverged_after_resume(err, run_dir, start.updates_done) from err
         if is_disk_full(err) or (isinstance(err, OSError) and err.errno in USER_ERRNOS):
             raise disk_error(err, run_dir, setup) from err
         if isinstance(err, jax.errors.JaxRuntimeError) and (
@@ -292,6 +302,19 @@ def train_and_finish(
             finish(setup, run_dir, summary, result, extra_sinks)
     signum = stop.signum if (stop is not None and result.interrupted) else None
     return Outcome(run_dir, summary, result, setup.algo, signum)
+
+
+def diverged_after_resume(
+    err: NonFiniteLossError, run_dir: Path, resumed_from: int
+) -> NonFiniteLossError:
+    """The loop's message, and the checkpoints a resume could start from instead: a checkpoint
+    damaged in a way its checksums cannot tell (or saved without them) diverges like this too."""
+    intact = checkpoint.intact_steps(run_dir)
+    return NonFiniteLossError(
+        f"{err}; this run resumed from checkpoint {resumed_from}: if that checkpoint is at fault, "
+        f"resume from another with --resume-from (intact checkpoints: "
+        f"{spans(intact) if intact else 'none'})"
+    )
 
 
 def spans(updates: list[int]) -> str:

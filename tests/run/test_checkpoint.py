@@ -256,11 +256,14 @@ def test_a_checkpoint_of_an_older_format_is_refused(tmp_path):
     tiny = dict(num_envs=4, rollout_len=32, num_minibatches=2, num_epochs=1, hidden_sizes=(16,))
     purerl.train("ppo", env="Pendulum-v1", total_timesteps=128, run_dir=run_dir, **tiny)
     load_agents(run_dir)
-    # As a checkpoint written before the Gaussian moved to units of the action range.
+    # As a checkpoint written before the Gaussian moved to units of the action range (and
+    # before checkpoints had checksums).
     (metadata,) = run_dir.glob("checkpoints/*/record/metadata")
     record = json.loads(metadata.read_text())
+    assert record.pop("checksum") == "crc32"
     assert record["format_version"] == checkpoint.FORMAT_VERSION == 2
     metadata.write_text(json.dumps({**record, "format_version": 1}))
+    (metadata.parents[1] / "checksums.json").unlink()
     files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     with pytest.raises(checkpoint.CheckpointError, match="format version 1, this purerl reads"):
         load_agents(run_dir)

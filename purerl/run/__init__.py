@@ -6,6 +6,7 @@
 | ``session`` | the life of a run: lock, create or restore, train, finish |
 | ``summary`` | what a run writes besides checkpoints: its sinks, ``summary.json``, curves |
 | ``rundir`` | every path and file of a run directory, checkpoint records too; reading runs back |
+| ``writes`` | opening files inside a run directory: never through a link or into a special file |
 | ``checkpoint`` | orbax checkpoints (the only module that imports orbax) |
 | ``trust`` | which code a run's recorded environment may run: none unless named again or trusted |
 | ``sinks``, ``tensorboard``, ``wandb_sink`` | progress bar, TensorBoard and W&B logging |

@@ -184,7 +184,7 @@ def full_disk_for_config(monkeypatch) -> None:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real_write_json(path, data)
 
-    monkeypatch.setattr(rundir, "write_json", write_json)
+    monkeypatch.setattr(rundir.records, "write_json", write_json)
 
 
 EARLY_FAILURES = {

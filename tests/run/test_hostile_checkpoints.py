@@ -83,7 +83,7 @@ def flip_a_bit_of_the_largest_file(run_dir: Path, step: int) -> str:
 
 
 def test_the_checksums_are_the_crc32_of_each_file_orbax_wrote(tmp_path, monkeypatch):
-    monkeypatch.setattr(rundir, "CHECKSUM_BLOCK_BYTES", 7)  # files read in several blocks
+    monkeypatch.setattr(rundir.checksums, "CHECKSUM_BLOCK_BYTES", 7)  # files read in several blocks
     contents = {"state/d/a": bytes(range(256)) * 3, "state/empty": b"", "record/metadata": b"{}"}
     for name, data in contents.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -230,7 +230,8 @@ def record_episode(
     agent = jax.tree.map(lambda x: x[seed_index], run.agents)
     reset_key, loop_key = jax.random.split(jax.random.key(seed))
     base, _ = adapter_state(env, None)
-    if hasattr(base, "render_live"):
+    # Pools built to draw frames (MuJoCo); every other env is drawn from its state or frames.
+    if getattr(base, "render_size", 0):
         return record_live(run.algo, env, agent, base, (reset_key, loop_key), greedy, max_steps)
 
     @jax.jit

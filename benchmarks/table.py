@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import json
 import os
 import shlex
 import shutil
@@ -77,11 +78,15 @@ class MatrixRow:
     """Another torso than the preset's (``--network``): the row's name ends in it."""
     memory: bool = False
     """A task that needs memory: the page shows it with the recurrent rows."""
+    preset_name: str | None = None
+    """A named preset (``--preset``) instead of the env's own: the row's name is built on it."""
+    command: str | None = None
+    """What measures the row where ``benchmarks.table`` does not (a GPU script)."""
 
     @property
     def name(self) -> str:
         suffix = f"-{self.network}" if self.network else ""
-        return f"{self.algo}-{self.env.replace('/', '-')}{suffix}"
+        return f"{self.algo}-{(self.preset_name or self.env).replace('/', '-')}{suffix}"
 
     @property
     def section(self) -> str:
@@ -91,7 +96,7 @@ class MatrixRow:
     @property
     def preset(self) -> Any:
         """The preset the row trains, with its ``network`` if given."""
-        preset = algos.get(self.algo).presets[self.env]
+        preset = algos.get(self.algo).presets[self.preset_name or self.env]
         return dataclasses.replace(preset, network=self.network) if self.network else preset
 
 
@@ -118,6 +123,15 @@ CLEANRL_MUJOCO_NOTES = (
 )
 
 
+# SLM Lab's clock ticks num_envs per vector step, so its max_frame of 10M counts agent steps.
+SLM_LAB_NOTES = (
+    "SLM Lab's GPU-guide protocol (preset Breakout-v5-slm: 16 envs, lambda 0.70, sticky actions "
+    "0.25, Nature CNN), 10M frames = 2.5M agent steps, one seed on one GPU"
+)
+SLM_LAB_BREAKOUT = (
+    "327 (SLM Lab ppo_atari, 4 sessions, 'a few hours on a GPU'), at its max_frame of 10M "
+    "vector-env steps: 10M agent steps, 4x this budget"
+)
 NONE_FOUND = "no published figure found"
 PENDULUM_SAC = "no published figure at this budget found; random actions score about -1,200"
 BRAX_PENDULUM = "no published figure found; about 9,360 is the most a 1,000-step episode pays here"
@@ -261,6 +275,10 @@ MATRIX = (
     MatrixRow(
         "pqn", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",
         "385 +- 12 at 10M steps (CleanRL pqn_atari_envpool)", gpu_only=True,
+    ),
+    MatrixRow(
+        "ppo", "Breakout-v5", SLM_LAB_NOTES, SLM_LAB_BREAKOUT, gpu_only=True,
+        preset_name="Breakout-v5-slm", command="python -m benchmarks.device.atari_run --out DIR",
     ),
 )  # fmt: skip
 
@@ -435,6 +453,8 @@ def results_dir(args: BenchTableArgs) -> Path:
 
 def row_command(row: MatrixRow, cfg: Any) -> str:
     """The command that trains ``row`` again at ``cfg``'s seeds and budget."""
+    if row.command:
+        return row.command
     command = [
         "python",
         "-m",
@@ -449,7 +469,20 @@ def row_command(row: MatrixRow, cfg: Any) -> str:
     return shlex.join(command)
 
 
-def this_machine() -> results.Machine:
+def this_machine(origin: str | None = None) -> results.Machine:
+    """This process's machine, or for a run a device script brought back (a ``report.json``
+    with a ``header`` beside its folder, as ``benchmarks.device.atari_run`` writes) that one's."""
+    report = Path(origin).parent / "report.json" if origin else None
+    if report is not None and report.is_file():
+        header = json.loads(report.read_text(encoding="utf-8")).get("header", {})
+        devices = header.get("devices") or []
+        kind = devices[0].split(" (", 1)[-1].rstrip(")") if devices else None
+        versions = {name: header[name] for name in ("python", "jax") if header.get(name)}
+        return results.Machine(
+            kind or "unknown device",
+            f"{kind}, {header.get('cpu_cores')} CPU cores (a lent GPU machine)",
+            versions,
+        )
     backend = jax.default_backend()
     kind = None if backend == "cpu" else jax.devices()[0].device_kind
     return results.this_machine(os.cpu_count(), backend, kind)
@@ -471,7 +504,7 @@ def row_record(
         reference=row.reference, wall_time_s=round(summary.wall_time_s, 1),
         steps_per_s=round(summary.steps_per_second), plot=plot,
         plot_window_updates=outcome.window, command=row_command(row, cfg), measured=measured,
-        where=this_machine(), origin=origin,
+        where=this_machine(origin), origin=origin,
     )  # fmt: skip
 
 

@@ -37,6 +37,31 @@ def atari_ppo(env_id: str) -> PPOConfig:
     )
 
 
+SLM_LAB_LAMBDA = {"Breakout": 0.70}
+"""SLM Lab's per-game GAE lambda where it differs from its 0.95 (its Breakout setting)."""
+
+
+def slm_lab_atari_ppo(game: str) -> PPOConfig:
+    """PPO on Atari as SLM Lab's GPU guide trains it (its ``ppo_atari`` spec with 16 envs, 4
+    sessions): 16 envs x 128 steps, 4 epochs of minibatches of 256, Adam 2.5e-4 annealed to
+    zero, clip 0.1, entropy 0.01, value weight 0.5, gradient norm 0.5, GAE lambda 0.95 (0.70 on
+    Breakout), rewards clipped to their sign, 4 stacked 84x84 frames, sticky actions with
+    probability 0.25 as in Gymnasium's ALE v5; 10M frames = 2.5M agent steps at frame skip 4.
+
+    What differs: the Nature CNN (SLM Lab's third convolution has 32 channels, not 64); EnvPool's
+    episodic life, up to 30 no-op starts and FIRE at reset (``AtariProtocol``); the minimal action
+    set; 10M frames counted as emulator frames (SLM Lab's ``max_frame`` counts its vector env's
+    steps: if those are agent steps, its budget is 4x this one)."""
+    return dataclasses.replace(
+        atari_ppo(f"{game}-v5"),
+        num_envs=16,
+        num_minibatches=8,
+        gae_lambda=SLM_LAB_LAMBDA.get(game, 0.95),
+        env_options=("sticky_actions=0.25",),
+        total_timesteps=1_221 * 2_048,  # the first whole update past 10M frames
+    )
+
+
 def mujoco_ppo(env_id: str) -> PPOConfig:
     """PPO on a MuJoCo task as CleanRL's ``ppo_continuous_action.py`` trains it for its published
     MuJoCo v4 results (CleanRL docs, "ppo_continuous_action.py", experiment results): one
@@ -249,3 +274,7 @@ PRESETS: dict[str, PPOConfig] = {
 
 PRESETS.update({f"{game}-v5": atari_ppo(f"{game}-v5") for game in ATARI_GAMES})
 PRESETS.update({env_id: mujoco_ppo(env_id) for env_id in MUJOCO_IDS})
+# SLM Lab's GPU guide (``slm_lab_atari_ppo``): ``--preset Breakout-v5-slm``.
+PRESETS.update(
+    {f"{game}-v5-slm": slm_lab_atari_ppo(game) for game in ("Breakout", "Qbert", "MsPacman")}
+)

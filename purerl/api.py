@@ -148,15 +148,15 @@ def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]
     the key alone, so ``jax.jit(jax.vmap(train))(keys)`` trains one agent per key;
     ``train(jax.random.key(s))`` computes what ``purerl train`` computes for seed ``s`` (to
     float rounding: XLA may fuse this differently shaped program a little differently).
-    ``cfg.num_seeds`` is ignored (map over keys instead). Needs a pure JAX environment.
+    ``cfg.num_seeds`` is ignored (map over keys instead), except by an environment that steps
+    outside JAX (EnvPool, Gymnasium: one simulator for ``cfg.num_seeds`` agents, stepped from the
+    program through a host callback): ``jax.jit(train)(key)`` runs it, and ``jax.vmap`` maps it
+    over exactly ``cfg.num_seeds`` keys.
 
     Raises:
-        ConfigError: ``cfg`` belongs to no registered algorithm, or its environment steps
-            outside JAX (EnvPool).
+        ConfigError: ``cfg`` belongs to no registered algorithm.
     """
-    built, algo = algos.for_config(cfg).make(cfg, env=env)
-    if not built.pure:
-        raise ConfigError(f"{cfg.env} steps outside JAX (EnvPool): make_train needs a pure env")
+    _, algo = algos.for_config(cfg).make(cfg, env=env)
     run_chunk = program.make_run_chunk(algo, cfg.num_updates)
 
     def train_fn(key: Key) -> tuple[Any, Metrics]:

@@ -46,8 +46,9 @@ class Sources:
     naming the factory again, or --trust-run-code."""
     resume: Annotated[str | None, hint("none", "DIR")] = None
     """Continue the run in this directory from its newest readable checkpoint, with its saved
-    configuration and run options. A live EnvPool simulator cannot be saved: it is reset. A run
-    on a module:factory environment needs --env naming the factory again, or --trust-run-code."""
+    configuration and run options. A simulator outside JAX (EnvPool, Gymnasium) cannot be
+    saved: it starts fresh episodes. A run on a module:factory environment needs --env naming
+    the factory again, or --trust-run-code."""
     resume_from: Annotated[int | None, hint("the newest readable", "UPDATE")] = None
     """With --resume: the checkpoint (its update count) to continue from."""
     trust_run_code: Annotated[

@@ -8,7 +8,8 @@ Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc)
 probe environments (``envs/probes.py``), Snake (``envs/snake.py``), partially observable
 variants of gymnax tasks (``envs/partial.py``), EnvPool's Atari games, MuJoCo tasks and
 classic control (``envs/envpool.py``), Brax's physics environments (``envs/brax.py``) and
-MuJoCo Playground's DeepMind Control suite (``envs/playground.py``).
+MuJoCo Playground's DeepMind Control suite (``envs/playground.py``), and every id of
+Gymnasium's registry as ``gymnasium/<id>`` (``envs/gymnasium_env.py``).
 Your own environments come as ``module:factory`` strings or as objects (``envs/custom.py``).
 Nothing is imported until it is needed: importing this package loads no environment library
 and creates no JAX backend; gymnax's ids are read the first time an id outside the static lists
@@ -25,7 +26,7 @@ from typing import Any
 
 from purerl.config import ConfigError
 from purerl.core.env import Box, Discrete, Environment, EnvSpec, InvalidEnvError, Step
-from purerl.envs import custom
+from purerl.envs import custom, gymnasium_env
 from purerl.envs.wrappers import (
     AutoReset,
     ClipAction,
@@ -86,9 +87,11 @@ def register(env_id: str, entry: EnvEntry) -> None:
 
 
 def list_envs() -> list[str]:
-    """All registered ids, sorted (imports gymnax to read its ids)."""
+    """All registered ids, sorted (imports gymnax and Gymnasium to read their ids)."""
+    from purerl.envs.gymnasium_env import registered_ids
+
     _load_gymnax()
-    return sorted(_REGISTRY)
+    return sorted([*_REGISTRY, *registered_ids()])
 
 
 def _gymnax_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
@@ -153,6 +156,22 @@ def _envpool_factory(env_id: str, num_envs: int | None, **options: Any) -> Envir
     return make_envpool(env_id, num_envs, **options)
 
 
+def _gymnasium_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.gymnasium_env import make_gymnasium
+
+    return make_gymnasium(env_id, num_envs, **options)
+
+
+GYMNASIUM = EnvEntry(
+    _gymnasium_factory,
+    "Gymnasium",
+    batched=True,
+    reports_episodes=True,
+    video_options=(("render_mode", "rgb_array"),),
+)
+"""Every ``gymnasium/<id>``: Gymnasium's registry answers for the id when it is made."""
+
+
 def _brax_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
     from purerl.envs.brax import make_brax
 
@@ -210,6 +229,8 @@ def lookup(env_id: str) -> EnvEntry:
     """
     if env_id in _REGISTRY:
         return _REGISTRY[env_id]
+    if env_id.startswith("gymnasium/"):
+        return GYMNASIUM
     if custom.is_object_id(env_id):
         raise custom.object_needed(env_id)
     if custom.is_factory_id(env_id):
@@ -269,6 +290,11 @@ def make(
     elif isinstance(env, custom.Factory):
         env_id = env.env_id
         entry = EnvEntry(functools.partial(custom.build_from_factory, env.make), "custom")
+    elif gymnasium_env.is_gymnasium_source(env):
+        env_id = custom.OBJECT_PREFIX + gymnasium_env.object_name(env)
+        entry = dataclasses.replace(
+            GYMNASIUM, factory=functools.partial(gymnasium_env.from_object, env), video_options=()
+        )
     else:
         env_id = custom.object_id(env)
         entry = EnvEntry(functools.partial(custom.build_from_object, env), "custom")

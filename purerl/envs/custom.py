@@ -57,6 +57,10 @@ def object_id(source: Any) -> str:
     Raises:
         InvalidEnvError: ``source`` is not an environment.
     """
+    from purerl.envs import gymnasium_env
+
+    if gymnasium_env.is_gymnasium_source(source):
+        return OBJECT_PREFIX + gymnasium_env.object_name(source)
     env = split(source)[0]
     if not (is_purerl_env(env) or all(hasattr(env, name) for name in ("reset", "step"))):
         name = getattr(env, "__name__", "factory")

@@ -22,7 +22,8 @@ Two ways of stepping the pool from inside the compiled rollout, with the same re
 - ``xla``: EnvPool's XLA custom call, which hands the actions to the pool's C++ threads without
   leaving the compiled program (the fast path, checked on CPU);
 - ``callback``: EnvPool's ordinary ``step`` through a JAX host callback (``io_callback``),
-  which copies actions and frames through the host. It is the fallback where the custom call
+  which copies actions and frames through the host: the path every host simulator shares
+  (``envs/host.py``; Gymnasium's take it too). It is the fallback where the custom call
   is missing or fails, as it has on GPUs with recent JAX (envpool issue 391).
 
 ``step_mode="auto"`` (the default) takes ``xla`` on CPU and, on other platforms, only after a
@@ -44,17 +45,16 @@ import subprocess
 import sys
 import typing
 import warnings
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import io_callback
 
 from purerl.config import type_problem
-from purerl.core import stats
-from purerl.core.env import EnvSpec, Step, action_space_from
-from purerl.core.types import Array, Key
+from purerl.core.env import EnvSpec, action_space_from
+from purerl.core.types import Array
+from purerl.envs.host import HostPool, HostPoolState, RawStep, raw_step
 from purerl.envs.mujoco import (
     is_mujoco,
     mujoco_gl_context,
@@ -147,30 +147,12 @@ def is_atari(env_id: str) -> bool:
     return env_id.endswith("-v5") and env_id[: -len("-v5")] in ATARI_GAMES
 
 
-class EnvPoolState(NamedTuple):
-    handle: Array
-    """The pool's XLA handle; its value never changes, it orders the steps."""
-    prev_done: Array
-    """bool ``[B]``: the previous step ended an episode, so this one is a reset step."""
-    accumulator: stats.EpisodeAccumulator
-    """Raw score and length of each environment's game in progress."""
-
-
-class RawStep(NamedTuple):
-    """One pool step for one agent's environments, ``[B, ...]``."""
-
-    obs: Array
-    reward: Array
-    terminated: Array
-    truncated: Array
-    score: Array
-    """Raw (unclipped) reward."""
-    game_over: Array
-    """The whole game ended (all lives lost), or the episode was truncated."""
+EnvPoolState = HostPoolState
+"""An EnvPool pool's state in the rollout (``purerl.envs.host``)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class EnvPoolEnv:
+class EnvPoolEnv(HostPool):
     """``num_seeds * num_envs`` EnvPool environments; ``spec.num_envs`` is one agent's share."""
 
     pool: Any
@@ -186,6 +168,10 @@ class EnvPoolEnv:
     """Height and width of ``render_live`` frames; 0 when the pool was built without them."""
     pure: bool = False
 
+    @property
+    def draws_frames(self) -> bool:
+        return self.render_size > 0
+
     def render_live(self, index: int = 0) -> np.ndarray:
         """uint8 RGB frame ``[H, W, 3]`` of pool environment ``index`` as it is now, drawn by
         MuJoCo's renderer (pools built with ``render_size``; see ``mujoco_gl_context``)."""
@@ -195,17 +181,6 @@ class EnvPoolEnv:
     @property
     def step_mode(self) -> str:
         return "callback" if self.xla_step is None else "xla"
-
-    @property
-    def default_params(self) -> Any:
-        return None
-
-    @property
-    def pool_size(self) -> int:
-        return self.num_seeds * self.spec.num_envs
-
-    def _obs_struct(self) -> jax.ShapeDtypeStruct:
-        return jax.ShapeDtypeStruct((self.pool_size, *self.spec.obs_shape), self.spec.obs_dtype)
 
     def _host_reset(self) -> np.ndarray:
         obs, _ = self.pool.reset()
@@ -225,74 +200,16 @@ class EnvPoolEnv:
             np.asarray(lost, bool),
         )
 
-    def _callback_step(self, actions: Array) -> tuple[Array, ...]:
-        size = self.pool_size
-        shapes = (
-            self._obs_struct(),
-            *(jax.ShapeDtypeStruct((size,), dtype) for dtype in (np.float32, bool, bool)),
-            jax.ShapeDtypeStruct((size,), np.float32),
-            jax.ShapeDtypeStruct((size,), bool),
-        )
-        return io_callback(self._host_step, shapes, actions, ordered=False)
-
     def _pool_step(self, handle: Array, actions: Array) -> tuple[Array, RawStep]:
         if self.xla_step is None:
-            obs, reward, terminated, truncated, score, lost = self._callback_step(actions)
-        else:
-            step = _wide_step if self.wide else _plain_step
-            handle, (obs, reward, terminated, truncated, info) = step(
-                self.xla_step, handle, actions
-            )
-            terminated, truncated = terminated.astype(bool), truncated.astype(bool)
-            score = info["reward"] if self.atari else reward
-            lost = info["terminated"].astype(bool) if self.atari else terminated
-        game_over = lost | truncated
-        raw = RawStep(
-            obs.astype(self.spec.obs_dtype),
-            reward.astype(jnp.float32),
-            terminated,
-            truncated & ~terminated,
-            score.astype(jnp.float32),
-            game_over,
+            return super()._pool_step(handle, actions)
+        step = _wide_step if self.wide else _plain_step
+        handle, (obs, reward, terminated, truncated, info) = step(self.xla_step, handle, actions)
+        score = info["reward"] if self.atari else reward
+        lost = info["terminated"] if self.atari else terminated
+        return handle, raw_step(
+            self.spec.obs_dtype, obs, reward, terminated, truncated, score, lost
         )
-        return handle, raw
-
-    def reset(self, key: Key, params: Any) -> tuple[EnvPoolState, Array]:
-        """Resets the whole pool on the host; returns this agent's share of observations.
-
-        The key's values are not used, but it must reach the seed-mapped reset: under ``vmap``
-        it is what carries the seed axis (with no mapped input, JAX would run the unmapped
-        reset once and copy agent 0's observations to every agent).
-        """
-        del params
-        handle, obs = self._reset_obs(jax.random.key_data(key))
-        num = self.spec.num_envs
-        state = EnvPoolState(handle, jnp.zeros(num, bool), stats.init_accumulator((num,)))
-        return state, obs
-
-    def step(
-        self, key: Key, state: EnvPoolState, action: Array, params: Any
-    ) -> tuple[EnvPoolState, Step]:
-        del key, params
-        handle, raw = self._step_agents(state.handle, action)
-        valid = ~state.prev_done
-        done = raw.terminated | raw.truncated
-        accumulator, episode = stats.accumulate(state.accumulator, raw.score, raw.game_over, valid)
-        step = Step(
-            obs=raw.obs,
-            reward=raw.reward,
-            terminated=raw.terminated,
-            truncated=raw.truncated,
-            final_obs=raw.obs,
-            valid=valid,
-            episode=episode,
-        )
-        return EnvPoolState(handle, done, accumulator), step
-
-    def __post_init__(self):
-        # Bound here so each adapter gets its own custom_vmap rules over its own pool.
-        object.__setattr__(self, "_reset_obs", _seed_mapped_reset(self))
-        object.__setattr__(self, "_step_agents", _seed_mapped_step(self))
 
 
 def _plain_step(xla_step: Any, handle: Array, actions: Array) -> tuple[Array, Any]:
@@ -311,61 +228,6 @@ def _narrow(x: Array) -> Array:
     narrow = {np.float64: np.float32, np.int64: np.int32, np.uint64: np.uint32}
     dtype = narrow.get(np.dtype(x.dtype).type)
     return x if dtype is None else x.astype(dtype)
-
-
-def _seed_mapped_reset(env: EnvPoolEnv):
-    num, seeds = env.spec.num_envs, env.num_seeds
-
-    @jax.custom_batching.custom_vmap
-    def reset_obs(key_data: Array) -> tuple[Array, Array]:
-        # Traced unbatched inside vmapped scans too: only the shape matters there. Run
-        # unbatched, it returns agent 0's share (the only agent when num_seeds is 1).
-        obs = io_callback(env._host_reset, env._obs_struct())[:num]
-        return jnp.asarray(env.handle), obs
-
-    @reset_obs.def_vmap
-    def reset_obs_over_seeds(axis_size, in_batched, key_data):
-        _check_seeds(env, axis_size)
-        obs = io_callback(env._host_reset, env._obs_struct())
-        # A handle per agent (all equal) keeps the state mapped over seeds, so every later
-        # step goes through the seed-mapped rule even if the actions happen not to be.
-        handles = jnp.broadcast_to(jnp.asarray(env.handle), (seeds, *env.handle.shape))
-        return (handles, obs.reshape(seeds, num, *env.spec.obs_shape)), (True, True)
-
-    return reset_obs
-
-
-def _seed_mapped_step(env: EnvPoolEnv):
-    num, seeds = env.spec.num_envs, env.num_seeds
-
-    @jax.custom_batching.custom_vmap
-    def step_agents(handle: Array, action: Array) -> tuple[Array, RawStep]:
-        # As in reset: a shape-only trace under vmap, or the real step when num_seeds is 1.
-        actions = jnp.tile(action, (seeds,) + (1,) * (action.ndim - 1))
-        handle, raw = env._pool_step(handle, actions)
-        return handle, jax.tree.map(lambda x: x[:num], raw)
-
-    @step_agents.def_vmap
-    def step_over_seeds(axis_size, in_batched, handle, action):
-        _check_seeds(env, axis_size)
-        handle_batched, action_batched = in_batched
-        one_handle = handle[0] if handle_batched else handle
-        if not action_batched:
-            action = jnp.broadcast_to(action, (seeds, *action.shape))
-        handle, raw = env._pool_step(one_handle, action.reshape(seeds * num, *action.shape[2:]))
-        raw = jax.tree.map(lambda x: x.reshape(seeds, num, *x.shape[1:]), raw)
-        handles = jnp.broadcast_to(handle, (seeds, *handle.shape))
-        return (handles, raw), (True, jax.tree.map(lambda _: True, raw))
-
-    return step_agents
-
-
-def _check_seeds(env: EnvPoolEnv, axis_size: int) -> None:
-    if axis_size != env.num_seeds:
-        raise ValueError(
-            f"the {env.spec.id} pool was built for {env.num_seeds} seed(s) but is mapped over "
-            f"{axis_size}; make it with num_seeds={axis_size}"
-        )
 
 
 def _spaces(pool: Any) -> tuple[tuple[int, ...], str, Any]:

@@ -118,22 +118,27 @@ class Episodes(NamedTuple):
 
 
 def play_episodes(
-    algo: Algo, env: Any, state: Any, key: Key, greedy: bool, max_steps: int
+    algo: Algo, env: Any, states: Any, keys: Key, greedy: bool, max_steps: int
 ) -> Episodes:
-    """Plays ``env.spec.num_envs`` environments until each finished once (or ``max_steps``)."""
+    """Every seed (``states`` and ``keys`` stacked ``[S]``) plays ``env.spec.num_envs``
+    environments until each finished once, or ``max_steps``; leaves ``[S, K]``.
+
+    The seeds step together in one loop whose condition is over all of them (no loop under
+    ``vmap``): a host simulator (EnvPool, Gymnasium) steps every seed's environments at once.
+    A seed whose episodes all finished steps on with the rest; its results are kept.
+    """
     params = env.default_params
-    reset_key, loop_key = jax.random.split(key)
-    env_state, obs = env.reset(reset_key, params)
-    env_state = with_trained_obs_stats(env_state, state.env_state)
     num = env.spec.num_envs
     zeros = Episodes(jnp.zeros(num, jnp.float32), jnp.zeros(num, jnp.int32), jnp.zeros(num, bool))
 
-    def running(carry):
-        _, _, _, episodes, t, _ = carry
-        return (~episodes.finished).any() & (t < max_steps)
+    def start(state, key):
+        reset_key, loop_key = jax.random.split(key)
+        env_state, obs = env.reset(reset_key, params)
+        env_state = with_trained_obs_stats(env_state, state.env_state)
+        return env_state, obs, algos.initial_memory(algo, num), zeros, loop_key
 
-    def step(carry):
-        env_state, obs, memory, episodes, t, key = carry
+    def advance(state, carry):
+        env_state, obs, memory, episodes, key = carry
         key, act_key, step_key = jax.random.split(key, 3)
         action, memory = algos.policy_step(algo, state, obs, act_key, greedy, memory)
         env_state, out = env.step(step_key, env_state, action, params)
@@ -144,11 +149,18 @@ def play_episodes(
             episodes.finished | out.episode.done,
         )
         memory = algos.observe(memory, out, env.spec.autoreset)
-        return env_state, out.obs, memory, episodes, t + 1, key
+        return env_state, out.obs, memory, episodes, key
 
-    memory = algos.initial_memory(algo, num)
-    carry = (env_state, obs, memory, zeros, jnp.int32(0), loop_key)
-    return jax.lax.while_loop(running, step, carry)[3]
+    def running(loop):
+        carry, t = loop
+        return (~carry[3].finished).any() & (t < max_steps)
+
+    def step(loop):
+        carry, t = loop
+        return jax.vmap(advance)(states, carry), t + 1
+
+    start_carry = jax.vmap(start)(states, keys)
+    return jax.lax.while_loop(running, step, (start_carry, jnp.int32(0)))[0][3]
 
 
 def evaluate(
@@ -159,10 +171,10 @@ def evaluate(
     num_seeds = run.agents.seed.shape[0]
     keys = jax.random.split(jax.random.key(seed), num_seeds)
 
-    def one(agent: Agent, key: Key) -> Episodes:
-        return play_episodes(run.algo, env, agent.state, key, greedy, max_steps)
+    def play(agents: Agent, keys: Key) -> Episodes:
+        return play_episodes(run.algo, env, agents.state, keys, greedy, max_steps)
 
-    return jax.jit(jax.vmap(one))(run.agents, keys)
+    return jax.jit(play)(run.agents, keys)
 
 
 EVAL_MAX_STEPS = 10_000
@@ -198,12 +210,9 @@ def make_evaluation(
         if replicated:
             agents = jax.tree.map(lambda x: x[0], agents)
 
-        def one(agent: Agent) -> Metrics:
-            key = evaluation_key(agent.key, updates_done)
-            episodes = play_episodes(algo, env, agent.state, key, True, max_steps)
-            return episode_metrics(episodes)
-
-        return jax.vmap(one)(agents)
+        keys = jax.vmap(lambda key: evaluation_key(key, updates_done))(agents.key)
+        episodes = play_episodes(algo, env, agents.state, keys, True, max_steps)
+        return jax.vmap(episode_metrics)(episodes)
 
     return program
 
@@ -230,8 +239,9 @@ def record_episode(
     agent = jax.tree.map(lambda x: x[seed_index], run.agents)
     reset_key, loop_key = jax.random.split(jax.random.key(seed))
     base, _ = adapter_state(env, None)
-    # Pools built to draw frames (MuJoCo); every other env is drawn from its state or frames.
-    if getattr(base, "render_size", 0):
+    # Host pools built to draw frames (MuJoCo, Gymnasium's rgb_array); every other env is drawn
+    # from its state or its observations.
+    if getattr(base, "draws_frames", False):
         return record_live(run.algo, env, agent, base, (reset_key, loop_key), greedy, max_steps)
 
     @jax.jit

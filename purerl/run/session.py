@@ -234,6 +234,8 @@ def train_and_finish(
         if start is None
         else f"resuming at update {start.updates_done}"
     )
+    if start is not None and not setup.env.pure:
+        verb += " (the environments' own state is not saved: they start fresh episodes)"
     where = "" if run_dir is None else f" -> {run_dir}"
     notify(extra_sinks, f"{spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb}{where}")
     main = parallel.is_main_process()

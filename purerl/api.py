@@ -15,7 +15,7 @@ configuration); with ``run_dir=`` it writes the usual run directory through the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -98,6 +98,7 @@ def train(
     preset: str | None = None,
     run_dir: str | Path | None = None,
     progress: bool = False,
+    callbacks: Sequence[Callable[[Any], Any]] = (),
     **overrides: Any,
 ) -> TrainOutput:
     """Trains ``algo`` (a registered name) as ``purerl train`` would.
@@ -111,6 +112,9 @@ def train(
         run_dir: write the usual run directory there (config, metrics, summary, checkpoints,
             learning curves); without it nothing is written.
         progress: show the progress bar.
+        callbacks: functions called after every chunk with a ``purerl.run.control.Report``
+            (update, steps, the chunk's metrics, the recent and evaluation returns); one
+            returning True stops the run early, saved and resumable.
         **overrides: fields of the configuration (``num_seeds=4``, ``lr=1e-3``) or of the run
             options (``updates_per_chunk=10``, ``checkpoint_minutes=5``).
 
@@ -124,7 +128,11 @@ def train(
     configure_jax()
     enable_compilation_cache(options.compilation_cache)
     source = None if env is None or isinstance(env, str) else env
-    request = TrainRequest(spec, cfg, options, in_memory=run_dir is None, env=source)
+    if not all(callable(fn) for fn in callbacks):
+        raise ConfigError("callbacks takes functions of one argument (a Report)")
+    request = TrainRequest(
+        spec, cfg, options, in_memory=run_dir is None, env=source, callbacks=tuple(callbacks)
+    )
     outcome = session.run(request)
     result = outcome.result
     where = None if outcome.run_dir is None else outcome.run_dir.resolve()

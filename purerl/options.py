@@ -62,6 +62,15 @@ class RunOptions:
     eval_episodes: int = 10
     """Episodes per seed of each --eval-every evaluation: one per fresh environment, played in
     parallel; their first episodes count."""
+    init_from: Annotated[str | None, hint("fresh parameters", "RUN[:UPDATE]")] = None
+    """Start from the parameters of this run's checkpoint (newest readable, or UPDATE or best);
+    the optimizer, environments and update count start fresh (fine-tuning)."""
+    stop_at_return: Annotated[float | None, hint("never", "X")] = None
+    """Stop early (saving a checkpoint, resumable) once the return reaches X: the evaluation
+    return when --eval-every is on, else the mean over seeds of the recent training return."""
+    stop_on_plateau: Annotated[int | None, hint("never", "K")] = None
+    """Stop early once that return has not improved for K reports in a row (evaluations with
+    --eval-every, else chunks)."""
     compilation_cache: bool = True
     """Keep compiled programs in JAX's persistent cache (in $PURERL_CACHE_DIR, else
     $XDG_CACHE_HOME/purerl/jax), so a second run of a configuration skips most of its
@@ -166,6 +175,7 @@ BOUNDS = {
     "plot_window": (1, MAX_UPDATES),
     "eval_every": (0, MAX_UPDATES),
     "eval_episodes": (1, MAX_EVAL_EPISODES),
+    "stop_on_plateau": (1, MAX_UPDATES),
     "num_devices": (1, MAX_PROCESSES),
     "num_processes": (1, MAX_PROCESSES),
     "process_id": (0, MAX_PROCESSES - 1),
@@ -187,6 +197,8 @@ RESUMABLE = frozenset(
         "plot_window",
         "eval_every",
         "eval_episodes",
+        "stop_at_return",
+        "stop_on_plateau",
         "compilation_cache",
         "checkpoints",
         "device",

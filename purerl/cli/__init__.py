@@ -50,7 +50,8 @@ def usage(prog: str) -> str:
 
 def dispatch(argv: Sequence[str], prog: str) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(usage(prog))
+        # Asked for, the usage is the answer (stdout); a bare command is an error (stderr).
+        print(usage(prog), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
         from purerl import __version__
@@ -130,10 +131,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "purerl") -> int:
     ``argv`` None it owns the process, see ``guarded``)."""
     owns_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
-    return guarded(lambda: dispatch(argv, prog), owns_process)
+    writes_runs = bool(argv) and argv[0] in RUN_WRITERS
+    return guarded(lambda: dispatch(argv, prog), owns_process, writes_runs)
 
 
-def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
+RUN_WRITERS = ("train", "search")
+"""Commands that write run directories (what a stop says about checkpoints depends on it)."""
+
+
+def guarded(command: Callable[[], int], owns_process: bool = True, writes_runs: bool = True) -> int:
     """Runs a command with the process settings every command uses, turning what the user
     can cause into one ``error:`` line and an exit code.
 
@@ -174,7 +180,7 @@ def guarded(command: Callable[[], int], owns_process: bool = True) -> int:
             "aborted by Ctrl-C; a run directory keeps its last complete checkpoint", owns_process
         )
     except BrokenPipeError:
-        return output_closed(owns_process)
+        return output_closed(owns_process, writes_runs)
     except OSError as err:
         if err.errno not in USER_ERRNOS:
             raise
@@ -214,19 +220,20 @@ def run_script(module: str, function: str, *leading: str) -> None:
         entry = getattr(load(module), function)
         return entry(*leading, sys.argv[1:], prog)
 
-    sys.exit(guarded(command))
+    writes_runs = module.rpartition(".")[2] in RUN_WRITERS
+    sys.exit(guarded(command, writes_runs=writes_runs))
 
 
-def output_closed(owns_process: bool) -> int:
+def output_closed(owns_process: bool, writes_runs: bool = True) -> int:
     """The reader of standard output went away (``purerl envs | head -1``, a killed ``tee``):
     one line on standard error and the exit code of a process ended by SIGPIPE."""
     if owns_process:
         # Python flushes stdout again on the way out; pointed at /dev/null that flush cannot
         # fail and add its own "Exception ignored" lines.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    saved = "; a run directory keeps the checkpoints it had already saved" if writes_runs else ""
     return fail(
-        "standard output was closed by its reader (broken pipe), so the command stopped; a "
-        "run directory keeps the checkpoints it had already saved",
+        f"standard output was closed by its reader (broken pipe), so the command stopped{saved}",
         128 + signal.SIGPIPE,
     )
 

@@ -9,6 +9,7 @@ its ROM, so it is shown when at most ``--atari-detail`` games are listed.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -44,6 +45,7 @@ def describe_space(space) -> str:
 def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
     """``(observation, actions)`` of one id, or why they could not be read."""
     from purerl import envs
+    from purerl.envs import InvalidEnvError
     from purerl.envs.envpool import PREFIX, is_atari
 
     name = env_id.removeprefix(PREFIX)
@@ -57,11 +59,19 @@ def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
             return obs, "needs pip install 'purerl[atari]'"
         return obs, f"Discrete({int(envpool.make_spec(name).action_space.n)})"
     try:
-        env = envs.make(env_id, 1)
+        # A listing is no place for a library's notices (Gymnasium's "out of date" ids).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env = envs.make(env_id, 1)
     except ImportError as err:
         return "-", f"unavailable: {str(err).splitlines()[0][:60]}"
+    except InvalidEnvError as err:  # purerl's own reason, without the id it starts with
+        reason = str(err).removeprefix(f"{env_id}: ").splitlines()[0]
+        return "-", f"unavailable: {reason[:70]}"
     except Exception as err:  # a backend that cannot build here (e.g. a missing data set)
         return "-", f"unavailable: {type(err).__name__}"
+    if hasattr(env, "close"):
+        env.close()
     spec = env.spec
     obs = f"{'x'.join(map(str, spec.obs_shape)) or 'scalar'} {spec.obs_dtype}"
     return obs, describe_space(spec.action_space)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import difflib
 import functools
 import inspect
 import io
@@ -11,6 +13,8 @@ import re
 import shutil
 import sys
 import textwrap
+import types
+import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -50,6 +54,8 @@ def parse(
         HelpShown: ``--help`` was given.
     """
     plain_docstrings()
+    flags = flag_types(cls)
+    argv = whole_numbers(argv, flags)
     width = help_width()
     captured, shown = io.StringIO(), io.StringIO()
     kwargs = {"default": default} if default is not None else {}
@@ -68,11 +74,96 @@ def parse(
                 help_text = help_text.replace(DESCRIPTION_SLOT, plain_text(description, width))
             sys.stdout.write("".join(line.rstrip() + "\n" for line in help_text.splitlines()))
             raise HelpShown from None
-        raise UsageError(f"{first_paragraph(captured.getvalue())}; see {prog} --help") from None
+        message = first_paragraph(captured.getvalue())
+        hint = flag_hint(message, flags)
+        raise UsageError(f"{message}{hint}; see {prog} --help") from None
     # Anything else tyro wrote (warnings) still reaches the terminal.
     sys.stdout.write(shown.getvalue())
     sys.stderr.write(captured.getvalue())
     return parsed
+
+
+FLAG_ALIASES = {
+    "learning-rate": "lr", "n-envs": "num-envs", "env-id": "env", "gym-id": "env",
+    "n-steps": "rollout-len", "num-steps": "rollout-len", "n-epochs": "num-epochs",
+    "update-epochs": "num-epochs", "clip-range": "clip-eps", "clip-coef": "clip-eps",
+    "n-timesteps": "total-timesteps", "timesteps": "total-timesteps",
+    "total-steps": "total-timesteps", "n-seeds": "num-seeds", "seeds": "num-seeds",
+    "norm-adv": "normalize-advantages", "clip-vloss": "clip-value-loss",
+    "n-minibatches": "num-minibatches", "minibatch-size": "num-minibatches",
+    "track": "wandb-project", "wandb-project-name": "wandb-project", "cuda": "device",
+    "save-freq": "checkpoint-every", "log-dir": "run-dir", "tensorboard-log": "tensorboard",
+}  # fmt: skip
+"""Flags of other libraries (Stable-Baselines3, CleanRL, RL Zoo, rejax) -> purerl's, for the
+"did you mean" of an unknown flag; used only where the target is a flag of the command."""
+
+
+def flag_types(cls: type) -> dict[str, Any]:
+    """``--flag`` -> annotation for the fields of dataclass ``cls`` and of the dataclasses
+    inside it (purerl's argument classes put every flag at the top level)."""
+    flags: dict[str, Any] = {}
+    if not dataclasses.is_dataclass(cls):
+        return flags
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # a class whose hints cannot be resolved: no flags known
+        return flags
+    for field in dataclasses.fields(cls):
+        kind = hints.get(field.name, field.type)
+        inner = typing.get_args(kind)[0] if typing.get_origin(kind) is typing.Annotated else kind
+        if dataclasses.is_dataclass(inner):
+            flags.update(flag_types(inner))
+        else:
+            flags["--" + field.name.replace("_", "-")] = inner
+    return flags
+
+
+WHOLE_NUMBER = re.compile(r"[0-9][0-9_]*(\.[0-9]*)?[eE][+]?[0-9]+|[0-9]{1,3}(_[0-9]{3})+")
+
+
+def whole_numbers(argv: Sequence[str], flags: dict[str, Any]) -> list[str]:
+    """``1e6``, ``2.5e6`` and ``2_000_000`` given to an integer flag, written as digits."""
+
+    def is_int(kind: Any) -> bool:
+        if kind is int:
+            return True
+        origin = typing.get_origin(kind)
+        return origin in (typing.Union, types.UnionType) and int in typing.get_args(kind)
+
+    def digits(value: str) -> str:
+        if not WHOLE_NUMBER.fullmatch(value):
+            return value
+        number = float(value.replace("_", ""))
+        return str(int(number)) if number.is_integer() and abs(number) < 2**63 else value
+
+    out, previous = [], None
+    for token in argv:
+        flag, eq, value = token.partition("=")
+        if eq and flag in flags and is_int(flags[flag]):
+            token = f"{flag}={digits(value)}"
+        elif previous in flags and is_int(flags[previous]):
+            token = digits(token)
+        out.append(token)
+        previous = token if token.startswith("--") else None
+    return out
+
+
+def flag_hint(message: str, flags: dict[str, Any]) -> str:
+    """ "; did you mean --lr" for each unknown ``--flag`` tyro names, from ``FLAG_ALIASES``
+    (other libraries' names) or the closest flag of the command."""
+    if not message.startswith("Unrecognized options") or not flags:
+        return ""
+    hints = []
+    for unknown in re.findall(r"--[A-Za-z0-9_-]+", message):
+        name = unknown[2:].replace("_", "-")
+        target = FLAG_ALIASES.get(name)
+        if target is not None and f"--{target}" in flags:
+            hints.append(f"{unknown} is --{target} here")
+            continue
+        close = difflib.get_close_matches(f"--{name}", list(flags), n=1, cutoff=0.75)
+        if close:
+            hints.append(f"did you mean {close[0]} for {unknown}?")
+    return "; " + "; ".join(hints) if hints else ""
 
 
 def help_width() -> int:

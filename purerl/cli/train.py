@@ -46,9 +46,10 @@ class Sources:
     naming the factory again, or --trust-run-code."""
     resume: Annotated[str | None, hint("none", "DIR")] = None
     """Continue the run in this directory from its newest readable checkpoint, with its saved
-    configuration and run options. A simulator outside JAX (EnvPool, Gymnasium) cannot be
-    saved: it starts fresh episodes. A run on a module:factory environment needs --env naming
-    the factory again, or --trust-run-code."""
+    configuration and run options; --total-timesteps may extend it, a finished run too. A
+    simulator outside JAX (EnvPool, Gymnasium) cannot be saved: it starts fresh episodes. A run
+    on a module:factory environment needs --env naming the factory again, or
+    --trust-run-code."""
     resume_from: Annotated[int | None, hint("the newest readable", "UPDATE")] = None
     """With --resume: the checkpoint (its update count) to continue from."""
     trust_run_code: Annotated[
@@ -141,16 +142,17 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
         if args.resume_from is not None:
             raise UsageError("--resume-from goes with --resume")
         return TrainRequest(spec, args.algo, args.run, command=prog, env=env), args
-    if args.algo != cfg:
-        changed = [
-            f.name
-            for f in dataclasses.fields(cfg)
-            if getattr(cfg, f.name) != getattr(args.algo, f.name)
-        ]
+    fields = dataclasses.fields(cfg)
+    changed = [f.name for f in fields if getattr(cfg, f.name) != getattr(args.algo, f.name)]
+    fixed = [name for name in changed if name != "total_timesteps"]
+    if fixed:
         raise ConfigError(
-            f"{', '.join(flag(n) for n in changed)} cannot change when resuming: a resumed run "
-            "keeps its configuration (start a new run from it with --config instead)"
+            f"{', '.join(flag(n) for n in fixed)} cannot change when resuming: a resumed run "
+            "keeps its configuration but for --total-timesteps (start a new run from it with "
+            "--config instead)"
         )
+    budget_from = cfg.total_timesteps if changed else None
+    cfg = args.algo
     changes = merge_resume_options(options, args.run)
     return (
         TrainRequest(
@@ -160,6 +162,7 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
             resume=Path(args.resume),
             resume_from=args.resume_from,
             option_changes=changes,
+            budget_from=budget_from,
             command=prog,
             env=env,
         ),

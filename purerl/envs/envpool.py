@@ -267,15 +267,12 @@ def make_envpool(
         **options: ``AtariProtocol`` fields for Atari ids; ``MUJOCO_OPTIONS`` for MuJoCo ids.
 
     Raises:
-        ImportError: EnvPool is not installed (with the command that installs it).
+        MissingExtraError: EnvPool is not installed (with the command that installs it).
     """
-    try:
-        import envpool
-    except ImportError as err:
-        extra = "mujoco" if is_mujoco(env_id) else "atari"
-        raise ImportError(
-            f"{env_id} needs EnvPool: pip install 'purerl[{extra}]' (or pip install envpool)"
-        ) from err
+    from purerl.extras import import_extra
+
+    extra = "mujoco" if is_mujoco(env_id.removeprefix(PREFIX)) else "atari"
+    envpool = import_extra("envpool", f"'purerl[{extra}]'", env_id)
     if step_mode not in STEP_MODES:
         raise ValueError(f"step_mode must be one of {', '.join(STEP_MODES)}, got {step_mode!r}")
     name = env_id.removeprefix(PREFIX)

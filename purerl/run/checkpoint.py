@@ -411,6 +411,10 @@ def require_run_dir(run_dir: Path) -> None:
     raise CheckpointError(f"run directory {run_dir} does not exist")
 
 
+BUDGET_FIELDS = frozenset({"total_timesteps"})
+"""Configuration fields a checkpoint may differ in from its run (``--resume`` extends them)."""
+
+
 def _check_identity(record: CheckpointRecord, expected: RunIdentity, where: str) -> None:
     """Raises ``CheckpointError`` unless ``record`` is of this format and carries the identity
     ``expected``."""
@@ -432,7 +436,10 @@ def _check_identity(record: CheckpointRecord, expected: RunIdentity, where: str)
             f"resume with --parallel {layout['mode']} --num-devices {layout['devices']}"
         )
     saved, wanted = record.config, expected.config
-    differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    # The budget is not what makes a checkpoint a run's own: a resume may extend it.
+    differ = sorted(
+        k for k in (set(saved) | set(wanted)) - BUDGET_FIELDS if saved.get(k) != wanted.get(k)
+    )
     if differ:
         detail = ", ".join(f"{k}: {saved.get(k)!r} vs {wanted.get(k)!r}" for k in differ[:4])
         raise CheckpointError(

@@ -35,6 +35,7 @@ from purerl.core.program import init_agents
 from purerl.core.report import Sink
 from purerl.run import checkpoint, rundir
 from purerl.run.capacity import disk_bytes, format_bytes, is_disk_full, out_of_memory_message
+from purerl.run.control import EarlyStop
 from purerl.run.setup import Setup, TrainRequest, cpu_split_hint, make_evaluation, prepare
 from purerl.run.signals import StopOnSignal, Stopped
 from purerl.run.sinks import ProgressSink, notify, warn
@@ -171,6 +172,11 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
     start, skipped = checkpoint.restore_newest_readable(run_dir, steps, fresh, setup.identity)
     for err in skipped:
         warn(sinks, f"skipped checkpoint {err.step}: {err.reason}")
+    if request.budget_from is not None and cfg.num_updates < start.updates_done:
+        raise ConfigError(
+            f"--total-timesteps {cfg.total_timesteps:,} is {cfg.num_updates} updates, fewer "
+            f"than the {start.updates_done} its checkpoint has done; give more"
+        )
     if main:
         # First, as it refuses a metrics.jsonl it cannot read before anything is moved.
         carried = list(start.record.get("metrics_rows", []))
@@ -212,10 +218,24 @@ def restore(setup: Setup, run_dir: Path, main: bool, sinks: Sequence[Sink] = ())
                     for step, m in zip(newer, superseded, strict=True)
                 ],
                 "changed_options": {k: list(v) for k, v in request.option_changes.items()},
+                "total_timesteps": [request.budget_from, cfg.total_timesteps]
+                if request.budget_from is not None
+                else None,
                 "restored_metrics_rows": repair.restored,
                 "missing_metrics_rows": repair.missing,
             },
         )
+        if request.budget_from is not None:
+            record = rundir.read_config(run_dir)
+            rundir.write_config(
+                run_dir, dataclasses.replace(record, config=rundir.fields_json(cfg))
+            )
+            warn(
+                sinks,
+                f"budget {request.budget_from:,} -> {cfg.total_timesteps:,} steps per seed: "
+                "schedules that follow the budget (an annealed learning rate, epsilon) follow "
+                "the new one from here",
+            )
     return start
 
 
@@ -240,6 +260,9 @@ def train_and_finish(
     notify(extra_sinks, f"{spec.name} on {cfg.env}: {cfg.num_seeds} seed(s), {verb}{where}")
     main = parallel.is_main_process()
     sinks = [*make_sinks(setup, run_dir, start), *extra_sinks] if main else []
+    early = early_stop(setup, start)
+    if early is not None:
+        sinks.append(early)
     saver = None
     if options.checkpoints and run_dir is not None:
         saver = checkpoint.Checkpointer(
@@ -259,6 +282,11 @@ def train_and_finish(
     )
     progress = next((s for s in sinks if isinstance(s, ProgressSink)), None)
     stream = progress.on_stream if (progress is not None and options.stream) else None
+    loop_start = start
+    if start is None and options.init_from:
+        from purerl.run.init_from import initial_snapshot
+
+        loop_start = initial_snapshot(setup, options.init_from, extra_sinks)
     if stop is not None:
         stop.training = True
     try:
@@ -269,8 +297,10 @@ def train_and_finish(
             updates_per_chunk=options.updates_per_chunk,
             stream=stream,
             checkpoints=policy,
-            start=start,
-            should_stop=stop.requested if stop is not None else (lambda: False),
+            start=loop_start,
+            should_stop=lambda: bool(
+                (stop is not None and stop.requested()) or (early is not None and early.requested())
+            ),
             placement=setup.placement,
             evaluation=make_evaluation(setup, extra_sinks),
         )
@@ -297,6 +327,8 @@ def train_and_finish(
         if saver is not None:
             close_quietly(saver)
     summary = make_summary(setup, result, 0 if start is None else start.updates_done)
+    if early is not None and early.reason is not None and main:
+        notify(extra_sinks, f"stopped early: {early.reason}; --resume continues it")
     if main:
         for sink in sinks:
             sink.close(summary.to_json())
@@ -304,6 +336,24 @@ def train_and_finish(
             finish(setup, run_dir, summary, result, extra_sinks)
     signum = stop.signum if (stop is not None and result.interrupted) else None
     return Outcome(run_dir, summary, result, setup.algo, signum)
+
+
+def early_stop(setup: Setup, start: Snapshot | None) -> EarlyStop | None:
+    """The sink of the run's callbacks and stopping rules, if it has any."""
+    options, cfg = setup.options, setup.cfg
+    rules = options.stop_at_return is not None or options.stop_on_plateau is not None
+    if not rules and not setup.request.callbacks:
+        return None
+    early = EarlyStop(
+        setup.request.callbacks,
+        cfg.num_updates,
+        cfg.env_steps_per_update,
+        options.stop_at_return,
+        options.stop_on_plateau,
+        None if start is None else start.history,
+    )
+    early.eval_every = options.eval_every
+    return early
 
 
 def diverged_after_resume(

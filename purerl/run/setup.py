@@ -42,6 +42,11 @@ class TrainRequest:
     """Continue from this checkpoint instead of the newest readable one."""
     option_changes: dict[str, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
     """Run options a resume changes: ``{field: (saved, given)}``."""
+    callbacks: tuple[Any, ...] = ()
+    """Functions called with a ``purerl.run.control.Report`` after every chunk; True stops."""
+    budget_from: int | None = None
+    """The run's ``total_timesteps`` before this resume changed it to ``cfg.total_timesteps``
+    (None: unchanged). Budget-dependent schedules follow the new budget."""
     command: str | None = None
     """The command that trains this algorithm (``purerl train ppo``), for the messages that
     say how to resume."""

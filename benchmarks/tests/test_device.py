@@ -211,6 +211,66 @@ def test_slim_envpool_keeps_the_chosen_families_and_a_valid_record(tmp_path):
         assert len(record) == len(names)
 
 
+def test_slim_envpool_keeps_one_part_of_a_family_with_its_extension_module(tmp_path):
+    wheel = tmp_path / "envpool-1.2.5-cp312-cp312-linux_x86_64.whl"
+    entry = (
+        "import envpool.atari.registration  # noqa: F401\n"
+        "import envpool.mujoco.dmc.registration  # noqa: F401\n"
+        "import envpool.mujoco.gym.registration  # noqa: F401\n"
+    )
+    files = {
+        "envpool/entry.py": entry,
+        "envpool/atari/atari_envpool.so": "binary",
+        "envpool/mujoco/__init__.py": "",
+        "envpool/mujoco/gym/__init__.py": "from envpool.mujoco.mujoco_gym_envpool import (x)\n",
+        "envpool/mujoco/gym/registration.py": "",
+        "envpool/mujoco/mujoco_gym_envpool.so": "binary",
+        "envpool/mujoco/dmc/__init__.py": "from envpool.mujoco.mujoco_dmc_envpool import (y)\n",
+        "envpool/mujoco/mujoco_dmc_envpool.so": "binary",
+        "envpool/mujoco/playground_envpool.so": "binary",
+    }
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr("envpool-1.2.5.dist-info/RECORD", "stale\n")
+    bundle.slim_envpool(wheel, ("atari", "mujoco.gym"))
+    with zipfile.ZipFile(wheel) as archive:
+        assert set(archive.namelist()) == {
+            "envpool/entry.py",
+            "envpool/atari/atari_envpool.so",
+            "envpool/mujoco/__init__.py",
+            "envpool/mujoco/gym/__init__.py",
+            "envpool/mujoco/gym/registration.py",
+            "envpool/mujoco/mujoco_gym_envpool.so",
+            "envpool-1.2.5.dist-info/RECORD",
+        }
+        assert archive.read("envpool/entry.py").decode() == (
+            "import envpool.atari.registration  # noqa: F401\n"
+            "import envpool.mujoco.gym.registration  # noqa: F401\n"
+        )
+
+
+def test_the_bundle_carries_the_assets_of_the_families_it_keeps(tmp_path):
+    wheel = tmp_path / "envpool_assets-0.3.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name in (
+            "envpool_assets/atari/roms/pong.bin",
+            "envpool_assets/mujoco/assets_gym/half_cheetah.xml",
+            "envpool_assets/mujoco/assets_dmc/cheetah.xml",
+            "envpool_assets/procgen/x.png",
+        ):
+            archive.writestr(name, "data")
+    into = tmp_path / "envpool-assets"
+    assert bundle.extract_assets(wheel, into, ("atari", "mujoco.gym", "box2d")) == 8
+    found = sorted(str(p.relative_to(into)) for p in into.rglob("*") if p.is_file())
+    assert found == ["atari/roms/pong.bin", "mujoco/assets_gym/half_cheetah.xml"]
+    empty = tmp_path / "envpool_assets-0.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("envpool_assets/__init__.py", "")
+    with pytest.raises(SystemExit, match="none of envpool_assets/mujoco/assets_gym/ found"):
+        bundle.extract_assets(empty, tmp_path / "again", ("mujoco.gym",))
+
+
 def test_size_check_counts_tree_and_bundle_and_names_the_largest_files(tmp_path):
     tree = tmp_path / "tree"
     (tree / "pkg").mkdir(parents=True)

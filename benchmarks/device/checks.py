@@ -112,6 +112,9 @@ GROUPS = (
     "throughput-minatar",
 )
 
+READS = {"atari-command": "atari"}
+"""Groups that read another group's rows, and the group they read: they start after it ends."""
+
 
 # ---------------------------------------------------------------- helpers
 

@@ -139,6 +139,31 @@ def test_every_full_size_throughput_row_is_a_valid_configuration():
             )
 
 
+def test_groups_run_two_at_a_time_each_after_the_group_it_reads(tmp_path, monkeypatch):
+    events = []
+
+    def fake_run_group(group, args, out, env, limit):
+        events.append(("start", group))
+        time.sleep(0.2 if group == "atari" else 0.05)
+        events.append(("end", group))
+        return [Row(name, "pass") for name in checks.plan(group, args.quick)]
+
+    monkeypatch.setattr(device, "run_group", fake_run_group)
+    args = device.DeviceArgs(out=str(tmp_path), quick=True)
+    groups = ["atari", "atari-command", "snake", "learning"]
+    found = device.run_groups(groups, args, tmp_path, {}, time.perf_counter() + 60, workers=2)
+    assert sorted(found) == sorted(groups)
+    # atari and snake start together; atari-command waits for atari's end, not for a slot.
+    assert set(events[:2]) == {("start", "atari"), ("start", "snake")}
+    assert events.index(("start", "atari-command")) > events.index(("end", "atari"))
+    assert events.index(("start", "learning")) < events.index(("end", "atari"))
+    # Past the deadline every planned row is reported as not run.
+    found = device.run_groups(["snake"], args, tmp_path, {}, time.perf_counter(), workers=2)
+    assert [row.status for row in found["snake"]] == ["skip"]
+    budget = f"not run: the check's {device.QUICK_BUDGET_S:.0f} s budget was spent"
+    assert found["snake"][0].why == budget
+
+
 def test_rows_say_why_they_fail_or_skip_and_the_table_shows_each():
     with pytest.raises(ValueError, match="without an error"):
         Row("x", "fail")

@@ -1,7 +1,7 @@
 """One prepared check of purerl on a machine's accelerator, for offline GPU nodes.
 
     python -m benchmarks.device --out DIR             # GPU-sized checks, about 8 minutes
-    python -m benchmarks.device --quick --out DIR     # toy sizes, a few minutes on a CPU
+    python -m benchmarks.device --quick --out DIR     # toy sizes, about 3 minutes on a CPU
 
 On a connected machine first: ``python -m benchmarks.device.bundle`` (the wheels such an image
 lacks, into build/device-bundle). Then, on the GPU machine, with the tree and that folder:
@@ -13,8 +13,11 @@ lacks, into build/device-bundle). Then, on the GPU machine, with the tree and th
    (``benchmarks/device/checks.py``): ``devices``; ``doctor`` (``purerl doctor``);
    ``throughput`` (PPO, DQN, PQN at GPU-sized batches beside benchmarks/reference.py);
    ``atari`` (benchmarks.atari's rows and the headline command at 16 and 64 envs); ``snake``
-   (4,096 to 65,536 games); ``learning`` (PPO on Breakout-MinAtar, 4 seeds). On a CPU
-   ``--quick`` runs two groups at a time.
+   (4,096 to 65,536 games); ``learning`` (PPO on Breakout-MinAtar, 4 seeds); then, past the
+   default budget (``--only`` them in a second call), ``throughput-sac-td3`` (1,024 envs),
+   ``throughput-recurrent`` (the GRU presets at 2,048 envs), ``mujoco`` (PPO on HalfCheetah-v4
+   through EnvPool), ``evaluation`` (PPO with ``--eval-every``) and ``throughput-brax``
+   (skipped where Brax is not installed). On a CPU ``--quick`` runs two groups at a time.
 
 A crash, a hang or an exception ends a check as a ``fail`` row with its error and the next
 check runs; a row a group planned and never wrote is reported as not run, with why. Writes
@@ -52,11 +55,16 @@ GROUP_LIMITS = {
     "snake": (40, 30),
     "learning": (150, 60),
     "throughput-minatar": (130, 60),
+    "throughput-sac-td3": (120, 60),
+    "throughput-recurrent": (90, 60),
+    "mujoco": (90, 45),
+    "evaluation": (60, 50),
+    "throughput-brax": (150, 60),
 }
 
 # Seconds for the whole check unless --budget-s says otherwise.
 FULL_BUDGET_S = 450.0
-QUICK_BUDGET_S = 170.0
+QUICK_BUDGET_S = 240.0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One prepared check of purerl on a machine's accelerator, for offline GPU nodes.
 
     python -m benchmarks.device --out DIR             # GPU-sized checks, about 8 minutes
-    python -m benchmarks.device --quick --out DIR     # toy sizes, a few minutes on a CPU
+    python -m benchmarks.device --quick --out DIR     # toy sizes, about 3 minutes on a CPU
 
 On a connected machine first: ``python -m benchmarks.device.bundle`` (the wheels such an image
 lacks, into build/device-bundle). Then, on the GPU machine, with the tree and that folder:
@@ -13,7 +13,11 @@ lacks, into build/device-bundle). Then, on the GPU machine, with the tree and th
    (``benchmarks/device/checks.py``): ``devices``; ``doctor`` (``purerl doctor``);
    ``throughput`` (PPO, DQN, PQN at GPU-sized batches beside benchmarks/reference.py);
    ``atari`` (benchmarks.atari's rows and the headline command at 16 and 64 envs); ``snake``
-   (4,096 to 65,536 games); ``learning`` (PPO on Breakout-MinAtar, 4 seeds).
+   (4,096 to 65,536 games); ``learning`` (PPO on Breakout-MinAtar, 4 seeds); then, past the
+   default budget (``--only`` them in a second call), ``throughput-sac-td3`` (1,024 envs),
+   ``throughput-recurrent`` (the GRU presets at 2,048 envs), ``mujoco`` (PPO on HalfCheetah-v4
+   through EnvPool), ``evaluation`` (PPO with ``--eval-every``) and ``throughput-brax``
+   (skipped where Brax is not installed). On a CPU ``--quick`` runs two groups at a time.
 
 A crash, a hang or an exception ends a check as a ``fail`` row with its error and the next
 check runs; a row a group planned and never wrote is reported as not run, with why. Writes
@@ -25,6 +29,7 @@ Exit code 0 when no row failed, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
@@ -50,7 +55,16 @@ GROUP_LIMITS = {
     "snake": (40, 30),
     "learning": (150, 60),
     "throughput-minatar": (130, 60),
+    "throughput-sac-td3": (120, 60),
+    "throughput-recurrent": (90, 60),
+    "mujoco": (90, 45),
+    "evaluation": (60, 50),
+    "throughput-brax": (150, 60),
 }
+
+# Seconds for the whole check unless --budget-s says otherwise.
+FULL_BUDGET_S = 450.0
+QUICK_BUDGET_S = 240.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +116,7 @@ def parse(argv: list[str]) -> DeviceArgs:
         default=None,
         metavar="SECONDS",
         help="seconds for the whole check; groups that would start after it "
-        "are reported as not run (default: 450, quick 170)",
+        f"are reported as not run (default: {FULL_BUDGET_S:.0f}, quick {QUICK_BUDGET_S:.0f})",
     )
     parser.add_argument(
         "--only",
@@ -168,6 +182,54 @@ def run_group(group: str, args: DeviceArgs, out: Path, env: dict, limit: float) 
     return rows
 
 
+def run_groups(
+    groups: list[str], args: DeviceArgs, out: Path, env: dict, deadline: float, workers: int
+) -> dict[str, list[Row]]:
+    """Runs ``groups`` in their order, ``workers`` at a time, each after the group whose rows
+    it reads (``checks.READS``); returns each group's rows. A group that would start with less
+    than its limit (or 30 s) left before ``deadline`` is reported as not run."""
+    found: dict[str, list[Row]] = {}
+    pending = list(groups)
+    running: dict[concurrent.futures.Future, str] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        while pending or running:
+            while pending and len(running) < workers:
+                busy = {*pending, *running.values()}
+                ready = [g for g in pending if checks.READS.get(g) not in busy]
+                if not ready:  # each waits for a running group
+                    break
+                group = ready[0]
+                pending.remove(group)
+                limit = GROUP_LIMITS[group][1 if args.quick else 0]
+                left = deadline - time.perf_counter()
+                if left < min(limit, 30):
+                    found[group] = not_run(group, args)
+                    continue
+                future = pool.submit(run_group, group, args, out, env, min(limit, left))
+                running[future] = group
+            if not running:
+                continue
+            done, _ = concurrent.futures.wait(
+                running, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for future in done:
+                group = running.pop(future)
+                found[group] = future.result()
+                for row in found[group]:
+                    print(f"{row.name}: {row.status} {row.error or ''}", flush=True)
+    return found
+
+
+def not_run(group: str, args: DeviceArgs) -> list[Row]:
+    budget = budget_of(args)
+    why = f"not run: the check's {budget:.0f} s budget was spent"
+    return [Row(name, "skip", why=why) for name in checks.plan(group, args.quick)]
+
+
+def budget_of(args: DeviceArgs) -> float:
+    return args.budget_s or (QUICK_BUDGET_S if args.quick else FULL_BUDGET_S)
+
+
 def exit_reason(code: int) -> str:
     if code < 0:
         return f"its process died of signal {-code} ({signal.Signals(-code).name})"
@@ -190,7 +252,7 @@ def header(args: DeviceArgs, rows: list[Row], wall_s: float) -> dict:
 
 def main(args: DeviceArgs) -> int:
     begin = time.perf_counter()
-    budget = args.budget_s or (170.0 if args.quick else 450.0)
+    budget = budget_of(args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or ROOT / "runs" / f"device-{stamp}").resolve()
     if out.exists() and any(out.iterdir()):
@@ -208,21 +270,17 @@ def main(args: DeviceArgs) -> int:
         env["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
     rows.append(install_row)
     print(f"install: {install_row.status} {install_row.error or ''}", flush=True)
-    # The devices group always runs: the report's header names the machine from it.
-    groups = ["devices", *(g for g in args.only if g != "devices")] if args.only else checks.GROUPS
-    for group in groups:
-        limit = GROUP_LIMITS[group][1 if args.quick else 0]
-        left = budget - (time.perf_counter() - begin)
-        if left < min(limit, 30):
-            for name in checks.plan(group, args.quick):
-                rows.append(
-                    Row(name, "skip", why=f"not run: the check's {budget:.0f} s budget was spent")
-                )
-            continue
-        group_rows = run_group(group, args, out, env, min(limit, left))
-        rows += group_rows
-        for row in group_rows:
-            print(f"{row.name}: {row.status} {row.error or ''}", flush=True)
+    # The devices group always runs first: the report's header names the machine from it.
+    deadline = begin + budget
+    found = run_groups(["devices"], args, out, env, deadline, workers=1)
+    devices = next((row.figures for row in found["devices"] if row.name == "devices"), {})
+    # On a CPU the quick check runs two groups at a time: its figures are not representative
+    # anyway, and most of its time is single-threaded compiling. A GPU runs one at a time.
+    workers = 2 if args.quick and devices.get("backend") == "cpu" else 1
+    groups = [g for g in dict.fromkeys(args.only or checks.GROUPS) if g != "devices"]
+    found.update(run_groups(groups, args, out, env, deadline, workers))
+    for group in ["devices", *groups]:
+        rows += found[group]
     wall = time.perf_counter() - begin
     report.write(out, rows, header(args, rows, wall))
     print(f"\n{(out / 'report.md').read_text()}")

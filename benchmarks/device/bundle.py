@@ -8,10 +8,18 @@ optax, chex, orbax-checkpoint and rich, as our lent GPU machines have). pip reso
 that set plus purerl's dependencies with EnvPool for the target Python and Linux x86-64; the
 bundle is the difference, one wheel per package, pinned. Two packages are cut to size:
 
-- EnvPool keeps its core and the simulator families named by ``--envpool-families`` (Atari by
-  default): the wheel is about 53 MB, its Atari part about 4 MB;
-- of EnvPool's asset packages only the Atari ROMs are kept (0.6 MB of the 140 MB package),
-  as a folder that ``ENVPOOL_ASSETS_PATH`` points at.
+- EnvPool keeps its core and the simulator families named by ``--envpool-families``: a family
+  (``atari``, ``mujoco``) or one part of one (``mujoco.gym``: the Gym MuJoCo tasks purerl's
+  MuJoCo ids name). By default Atari and MuJoCo's Gym tasks: the wheel is about 53 MB, slimmed
+  to 3.3 MiB with Atari alone and 6.7 MiB with ``mujoco.gym`` too; with the whole MuJoCo
+  family it is 25 MiB, which with the family's assets does not fit the limit below;
+- of EnvPool's asset packages only the kept families' assets are kept (the Atari ROMs, 0.6
+  MiB, and the Gym MuJoCo models, 0.2 MiB, of the 140 MB package), as a folder that
+  ``ENVPOOL_ASSETS_PATH`` points at.
+
+Brax (``purerl[brax]``) is not bundled: it and what it needs beyond purerl's dependencies
+(MuJoCo, MJX, MuJoCo's viewer, PyOpenGL, Flask, trimesh, ...) were 33.7 MiB of wheels for
+Python 3.12 (brax 0.14.2), where the tree plus this bundle leave about 12 MiB.
 
 Wheels needed only to build purerl from the tree (setuptools, wheel) come along, so that
 ``pip install --no-index`` can build it. ``manifest.json`` lists every file with its size. The
@@ -40,7 +48,10 @@ from benchmarks.device.report import last_line
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "build" / "device-bundle"
 MANIFEST = "manifest.json"
-ROMS = Path("envpool-assets")
+ASSETS_DIR = Path("envpool-assets")
+ENVPOOL_FAMILIES = ("atari", "mujoco.gym")
+# The folders of EnvPool's asset package each family reads (families not named read none).
+ASSETS = {"atari": "atari/roms/", "mujoco": "mujoco/", "mujoco.gym": "mujoco/assets_gym/"}
 LIMIT_MIB = 64.0
 IMAGE = ("jax", "flax", "optax", "chex", "orbax-checkpoint", "rich")
 BUILD = ("setuptools>=77", "wheel")
@@ -69,7 +80,7 @@ class BundleArgs:
     out: str = str(DEFAULT_OUT)
     python: str = "3.12"
     image: tuple[str, ...] = IMAGE
-    envpool_families: tuple[str, ...] = ("atari",)
+    envpool_families: tuple[str, ...] = ENVPOOL_FAMILIES
     limit_mib: float = LIMIT_MIB
 
 
@@ -97,9 +108,10 @@ def parse(argv: list[str]) -> BundleArgs:
     parser.add_argument(
         "--envpool-families",
         nargs="+",
-        default=["atari"],
+        default=list(ENVPOOL_FAMILIES),
         metavar="FAMILY",
-        help="EnvPool simulator families to keep (default: atari)",
+        help="EnvPool simulator families to keep, or parts of one such as mujoco.gym "
+        f"(default: {' '.join(ENVPOOL_FAMILIES)})",
     )
     parser.add_argument(
         "--limit-mib",
@@ -200,29 +212,52 @@ def record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
+def kept_prefixes(wheel: zipfile.ZipFile, families: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths in EnvPool's wheel that ``families`` keep: a family's folder
+    (``envpool/atari/``); for a part of a family (``mujoco.gym``) its folder, the family's
+    ``__init__.py`` and the extension modules the part imports
+    (``envpool/mujoco/mujoco_gym_envpool.so``)."""
+    kept = []
+    for family in families:
+        top, _, part = family.partition(".")
+        if not part:
+            kept.append(f"envpool/{top}/")
+            continue
+        kept += [f"envpool/{top}/{part}/", f"envpool/{top}/__init__.py"]
+        init = f"envpool/{top}/{part}/__init__.py"
+        text = wheel.read(init).decode() if init in wheel.namelist() else ""
+        modules = re.findall(rf"from envpool\.{top}\.(\w+) import", text)
+        kept += [f"envpool/{top}/{module}." for module in modules]
+    return tuple(kept)
+
+
 def slim_envpool(wheel: Path, families: tuple[str, ...]) -> Path:
     """Rewrites EnvPool's wheel with only the simulator families in ``families``.
 
-    The other families' folders go, and ``envpool/entry.py``, which imports each family's
+    The other families' files go, and ``envpool/entry.py``, which imports each family's
     ``registration`` module, keeps only the lines of the families kept: their tasks are then
     not registered, and ``envpool.make`` of one says so."""
-    kept = tuple(f"envpool/{family}/" for family in families)
-
-    def left_out(name: str) -> bool:
-        parts = name.split("/")
-        return (
-            len(parts) > 2
-            and parts[0] == "envpool"
-            and parts[1] != "python"
-            and not name.startswith(kept)
-        )
 
     def keep_line(line: str) -> bool:
-        match = re.match(r"import envpool\.(\w+)\.", line)
-        return match is None or match.group(1) in families
+        match = re.match(r"import envpool\.([\w.]+)\.registration\b", line)
+        if match is None:
+            return True
+        module = match.group(1)
+        return any(module == f or module.startswith(f"{f}.") for f in families)
 
     out = wheel.with_name(wheel.name + ".slim")
     with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        kept = kept_prefixes(src, families)
+
+        def left_out(name: str) -> bool:
+            parts = name.split("/")
+            return (
+                len(parts) > 2
+                and parts[0] == "envpool"
+                and parts[1] != "python"
+                and not name.startswith(kept)
+            )
+
         record_name = next(n for n in src.namelist() if n.endswith(".dist-info/RECORD"))
         lines = []
         for info in src.infolist():
@@ -241,19 +276,21 @@ def slim_envpool(wheel: Path, families: tuple[str, ...]) -> Path:
     return wheel
 
 
-def extract_roms(assets_wheel: Path, into: Path) -> int:
-    """The Atari ROMs of EnvPool's asset wheel into ``into/atari/roms``; returns bytes written."""
+def extract_assets(assets_wheel: Path, into: Path, families: tuple[str, ...]) -> int:
+    """The assets ``families`` read from EnvPool's asset wheel (``ASSETS``), into ``into``
+    laid out as the package is (``atari/roms/``, ``mujoco/assets_gym/``); returns bytes
+    written."""
     total = 0
-    prefix = "envpool_assets/atari/roms/"
+    prefixes = tuple(f"envpool_assets/{ASSETS[f]}" for f in families if f in ASSETS)
     with zipfile.ZipFile(assets_wheel) as src:
         for name in src.namelist():
-            if name.startswith(prefix) and name.endswith(".bin"):
-                target = into / "atari" / "roms" / name[len(prefix) :]
+            if name.startswith(prefixes) and not name.endswith("/"):
+                target = into / name.removeprefix("envpool_assets/")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(src.read(name))
                 total += target.stat().st_size
-    if total == 0:
-        raise SystemExit(f"error: no Atari ROMs found in {assets_wheel.name}")
+    if prefixes and total == 0:
+        raise SystemExit(f"error: none of {', '.join(prefixes)} found in {assets_wheel.name}")
     return total
 
 
@@ -329,20 +366,20 @@ def build(args: BundleArgs) -> dict:
                 "role": "build",
             }
         )
-    roms_bytes = 0
+    assets_bytes = 0
     if "envpool-assets" in needed:
         with tempfile.TemporaryDirectory() as tmp:
             assets = download(
                 f"envpool-assets=={needed['envpool-assets'][0]}", args.python, Path(tmp)
             )
-            roms_bytes = extract_roms(assets, out / ROMS)
+            assets_bytes = extract_assets(assets, out / ASSETS_DIR, args.envpool_families)
     manifest = {
         "python": args.python,
         "image": list(args.image),
         "envpool_families": list(args.envpool_families),
         "wheels": entries,
-        "envpool_assets": str(ROMS) if roms_bytes else None,
-        "envpool_assets_bytes": roms_bytes,
+        "envpool_assets": str(ASSETS_DIR) if assets_bytes else None,
+        "envpool_assets_bytes": assets_bytes,
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest

@@ -34,7 +34,10 @@ class Throughput(NamedTuple):
     num_envs: int
     seeds: int
     updates: int
-    """PPO/PQN updates (DQN: updates of rollout_len iterations) per timed call, per agent."""
+    """PPO/PQN updates (DQN, SAC, TD3: updates of rollout_len iterations) per timed call, per
+    agent."""
+    rollout_len: int = 0
+    """Steps per environment per update (0: the preset's)."""
 
     @property
     def name(self) -> str:
@@ -42,37 +45,63 @@ class Throughput(NamedTuple):
         return f"throughput {self.algo} {self.env} {self.num_envs} envs {self.seeds} {seeds}"
 
 
+THROUGHPUT_FULL = {
+    "throughput": (
+        Throughput("ppo", "CartPole-v1", 2048, 1, 8),
+        Throughput("ppo", "CartPole-v1", 2048, 16, 2),
+        Throughput("ppo", "CartPole-v1", 8192, 1, 4),
+        Throughput("dqn", "CartPole-v1", 4096, 1, 4),
+        Throughput("dqn", "CartPole-v1", 4096, 16, 1),
+        Throughput("pqn", "CartPole-v1", 4096, 1, 8),
+        Throughput("pqn", "CartPole-v1", 4096, 16, 2),
+    ),
+    "throughput-minatar": (
+        Throughput("ppo", "Breakout-MinAtar", 2048, 1, 4),
+        Throughput("ppo", "Breakout-MinAtar", 2048, 16, 1),
+        Throughput("pqn", "Breakout-MinAtar", 2048, 1, 4),
+        Throughput("ppo", "Pendulum-v1", 2048, 1, 4),
+    ),
+    # The Pendulum presets at 1,024 envs: 125 vector steps an update, each with the preset's 4
+    # gradient steps of 256.
+    "throughput-sac-td3": (
+        Throughput("sac", "Pendulum-v1", 1024, 1, 2),
+        Throughput("sac", "Pendulum-v1", 1024, 16, 1),
+        Throughput("td3", "Pendulum-v1", 1024, 1, 2),
+        Throughput("td3", "Pendulum-v1", 1024, 16, 1),
+    ),
+    # The GRU presets (sequences replayed from their recorded start states) at 2,048 envs.
+    "throughput-recurrent": (
+        Throughput("ppo", "CartPole-NoVelocity-v1", 2048, 1, 2),
+        Throughput("ppo", "CartPole-NoVelocity-v1", 2048, 16, 1),
+        Throughput("ppo", "MemoryChain-bsuite", 2048, 1, 8),
+    ),
+    # The CPU preset of inverted_double_pendulum at 2,048 envs, and Brax's published Ant setting
+    # (4,096 envs, 327,680 steps an update).
+    "throughput-brax": (
+        Throughput("ppo", "brax/inverted_double_pendulum", 2048, 1, 4),
+        Throughput("ppo", "brax/ant", 4096, 1, 1),
+    ),
+}
+# Quick: each distinct path once, at 8 envs and 2 seeds (the vmapped path), one update of 16
+# steps per env per call: PPO and DQN beside their references (discrete actions, flat and
+# MinAtar-grid observations), PQN, PPO on continuous actions, SAC beside its reference
+# (continuous actions; TD3 takes the same path without one, and the doctor trains it), the
+# GRU beside its reference, Brax.
+THROUGHPUT_QUICK = {
+    "throughput": (("ppo", "CartPole-v1"), ("dqn", "CartPole-v1")),
+    "throughput-minatar": (("pqn", "Breakout-MinAtar"), ("ppo", "Pendulum-v1")),
+    "throughput-sac-td3": (("sac", "Pendulum-v1"),),
+    "throughput-recurrent": (("ppo", "CartPole-NoVelocity-v1"),),
+    "throughput-brax": (("ppo", "brax/inverted_double_pendulum"),),
+}
+
+
 def throughput_rows(group: str, quick: bool) -> list[Throughput]:
-    """GPU-sized batches, 1 and 16 vmapped seeds: ``throughput`` CartPole-v1 at 2,048 to 8,192
-    envs, ``throughput-minatar`` Breakout-MinAtar at 2,048 and PPO on continuous actions
-    (Pendulum-v1). ``quick``: each distinct path once at 8 envs and 2 seeds (the vmapped path),
-    one update per call."""
-    if group == "throughput":
-        full = [
-            Throughput("ppo", "CartPole-v1", 2048, 1, 8),
-            Throughput("ppo", "CartPole-v1", 2048, 16, 2),
-            Throughput("ppo", "CartPole-v1", 8192, 1, 4),
-            Throughput("dqn", "CartPole-v1", 4096, 1, 4),
-            Throughput("dqn", "CartPole-v1", 4096, 16, 1),
-            Throughput("pqn", "CartPole-v1", 4096, 1, 8),
-            Throughput("pqn", "CartPole-v1", 4096, 16, 2),
-        ]
-    else:
-        full = [
-            Throughput("ppo", "Breakout-MinAtar", 2048, 1, 4),
-            Throughput("ppo", "Breakout-MinAtar", 2048, 16, 1),
-            Throughput("pqn", "Breakout-MinAtar", 2048, 1, 4),
-            Throughput("ppo", "Pendulum-v1", 2048, 1, 4),
-        ]
+    """GPU-sized batches, 1 and 16 vmapped seeds (``THROUGHPUT_FULL``); ``quick``: each distinct
+    path once at 8 envs and 2 seeds, one short update per call (``THROUGHPUT_QUICK``)."""
     if not quick:
-        return full
-    # Each distinct path once, at 8 envs and 2 seeds: PPO and DQN beside their references
-    # (discrete actions, flat and MinAtar-grid observations), PQN, PPO on continuous actions.
-    quick_pairs = {
-        "throughput": [("ppo", "CartPole-v1"), ("dqn", "CartPole-v1")],
-        "throughput-minatar": [("pqn", "Breakout-MinAtar"), ("ppo", "Pendulum-v1")],
-    }
-    return [Throughput(algo, env, 8, 2, 1) for algo, env in quick_pairs[group]]
+        return list(THROUGHPUT_FULL[group])
+    return [Throughput(algo, env, 8, 2, 1, 16) for algo, env in THROUGHPUT_QUICK[group]]
 
 
 ATARI_ENVS_FULL = (16, 64)
@@ -81,12 +110,54 @@ SNAKE_GAMES_FULL = (4096, 16384, 65536)
 SNAKE_GAMES_QUICK = (256,)
 
 
+class CommandRun(NamedTuple):
+    """A training command of ``updates`` updates of ``rollout_len`` steps per env."""
+
+    algo: str
+    env: str
+    num_envs: int
+    rollout_len: int
+    updates: int
+
+    @property
+    def total_timesteps(self) -> int:
+        return self.updates * self.rollout_len * self.num_envs
+
+
+def mujoco_runs(quick: bool) -> list[CommandRun]:
+    """PPO on HalfCheetah-v4 through EnvPool at 16 and 64 envs, 4 updates of 256 steps per
+    env (the preset's 10 epochs x 32 minibatches of 128 and 512)."""
+    if quick:
+        return [CommandRun("ppo", "HalfCheetah-v4", 2, 16, 2)]
+    return [CommandRun("ppo", "HalfCheetah-v4", n, 256, 4) for n in (16, 64)]
+
+
+class EvaluationRun(NamedTuple):
+    """A training command that evaluates as it trains: ``--eval-every``, ``--eval-episodes``."""
+
+    run: CommandRun
+    eval_every: int
+    eval_episodes: int
+
+
+def evaluation_run(quick: bool) -> EvaluationRun:
+    """PPO on CartPole-v1 at 2,048 envs (262,144 steps an update), 16 updates, 1,024 greedy
+    episodes per seed every 4 updates."""
+    if quick:
+        return EvaluationRun(CommandRun("ppo", "CartPole-v1", 8, 16, 4), 2, 4)
+    return EvaluationRun(CommandRun("ppo", "CartPole-v1", 2048, 128, 16), 4, 1024)
+
+
+def command_name(group: str, run: CommandRun) -> str:
+    return f"{group} {run.algo} {run.env} {run.num_envs} envs"
+
+
 def plan(group: str, quick: bool) -> list[str]:
     """The rows ``group`` writes, in order (the doctor's depend on its own checks: one name)."""
     sizes = ATARI_ENVS_QUICK if quick else ATARI_ENVS_FULL
     if group in ("devices", "doctor"):
         return [group]
-    if group in ("throughput", "throughput-minatar"):
+    if group in THROUGHPUT_FULL:
         return [row.name for row in throughput_rows(group, quick)]
     if group == "atari":
         return [f"atari bench {num_envs} envs" for num_envs in sizes]
@@ -96,6 +167,10 @@ def plan(group: str, quick: bool) -> list[str]:
         return [f"snake {n} games" for n in (SNAKE_GAMES_QUICK if quick else SNAKE_GAMES_FULL)]
     if group == "learning":
         return ["learning ppo Breakout-MinAtar"]
+    if group == "mujoco":
+        return [command_name("mujoco", run) for run in mujoco_runs(quick)]
+    if group == "evaluation":
+        return [command_name("evaluation", evaluation_run(quick).run)]
     raise ValueError(f"unknown group {group!r}")
 
 
@@ -110,7 +185,15 @@ GROUPS = (
     "snake",
     "learning",
     "throughput-minatar",
+    "throughput-sac-td3",
+    "throughput-recurrent",
+    "mujoco",
+    "evaluation",
+    "throughput-brax",
 )
+
+READS = {"atari-command": "atari"}
+"""Groups that read another group's rows, and the group they read: they start after it ends."""
 
 
 # ---------------------------------------------------------------- helpers
@@ -236,15 +319,20 @@ def doctor_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
 def throughput_group(group: str):
     def run(quick: bool, out: Path, limit: float) -> Iterator[Row]:
         """purerl beside the reference of benchmarks/reference.py (PPO, DQN on discrete
-        actions) in the same process, calls alternating; PQN has no reference there."""
+        actions; SAC on continuous ones) in the same process, calls alternating; PQN, TD3 and
+        PPO on continuous actions have no reference there. A row whose environment needs an
+        optional package that is not installed (Brax) is skipped, saying which."""
         from benchmarks import throughput
         from benchmarks.timing import measure
+        from purerl.extras import MissingExtraError
 
         for spec in throughput_rows(group, quick):
             start = time.perf_counter()
             try:
                 figures = throughput_figures(spec, 3, throughput, measure)
                 yield Row(spec.name, "pass", figures, seconds=time.perf_counter() - start)
+            except MissingExtraError as err:
+                yield Row(spec.name, "skip", why=missing_extra_why(err))
             except Exception as err:  # a failing configuration is a result; the next one runs
                 yield Row(
                     spec.name, "fail", error=error_text(err), seconds=time.perf_counter() - start
@@ -253,26 +341,58 @@ def throughput_group(group: str):
     return run
 
 
+NOT_BUNDLED = {
+    "brax": "the device bundle cannot carry it: brax and what it needs are 34 MiB of wheels, "
+    "beyond the 64 MiB a device run carries with the rest (docs/cluster.md)"
+}
+
+
+def missing_extra_why(err: BaseException) -> str:
+    """purerl's one line on the missing package, and why the bundle did not bring it."""
+    why = str(err).strip().splitlines()[0]
+    for package, note in NOT_BUNDLED.items():
+        if f"package {package}," in why:
+            return f"{why}; {note}"
+    return why
+
+
+# The action spaces benchmarks/reference.py and reference_sac.py were written for.
+REFERENCE_ACTIONS = {"ppo": "discrete", "dqn": "discrete", "sac": "continuous"}
+
+
 def throughput_config(spec: Throughput, peer_algos) -> tuple[Any, tuple[str, ...]]:
-    """The configuration a throughput row trains (the env's preset at the row's size) and the
-    peers timed beside it: the reference, for the algorithms it has, on discrete actions."""
-    from purerl import algos, envs
+    """The configuration a throughput row trains (``row_config``) and the peers timed beside
+    it: the reference, for the algorithms it has, on the action space it was written for.
+    Builds the environment (raises ``MissingExtraError`` where it needs a missing package)."""
+    from purerl import envs
     from purerl.core.env import Discrete
 
+    cfg = row_config(spec)
+    discrete = isinstance(envs.from_config(cfg).spec.action_space, Discrete)
+    actions = "discrete" if discrete else "continuous"
+    has_reference = spec.algo in peer_algos and REFERENCE_ACTIONS.get(spec.algo) == actions
+    return cfg, ("reference",) if has_reference else ()
+
+
+def row_config(spec: Throughput) -> Any:
+    """The env's preset at the row's size and budget, checked as a configuration (the
+    environment is not built)."""
+    from purerl import algos
+
     base = algos.get(spec.algo).base_config(spec.env)
-    per_update = base.env_steps_per_update // base.num_envs * spec.num_envs
-    discrete = isinstance(envs.from_config(base).spec.action_space, Discrete)
-    peers = ("reference",) if discrete and spec.algo in peer_algos else ()
+    rollout_len = spec.rollout_len or base.env_steps_per_update // base.num_envs
     overrides: dict[str, Any] = {
         "env": spec.env,
         "num_envs": spec.num_envs,
         "num_seeds": 1,
-        "total_timesteps": per_update * spec.updates,
+        "rollout_len": rollout_len,
+        "total_timesteps": rollout_len * spec.num_envs * spec.updates,
     }
-    if spec.algo == "dqn":
-        # Learning from the second vector step on, from a buffer of 64 steps per environment.
+    if hasattr(base, "buffer_size"):
+        # Replay (DQN, SAC, TD3): learning from the second vector step on, from a buffer of 64
+        # steps per environment.
         overrides.update(buffer_size=64 * spec.num_envs, learning_starts=spec.num_envs)
-    return dataclasses.replace(base, **overrides), peers
+    return dataclasses.replace(base, **overrides)
 
 
 def throughput_figures(spec: Throughput, repeats: int, throughput, measure) -> dict[str, Any]:
@@ -288,6 +408,8 @@ def throughput_figures(spec: Throughput, repeats: int, throughput, measure) -> d
         "compile_s": round(compiles["purerl"], 2),
         "steps_per_call": steps,
     }
+    if getattr(cfg, "network", "mlp") != "mlp":
+        figures["network"] = cfg.network
     for peer in peers:
         ratios = [b / a for a, b in zip(times["purerl"], times[peer], strict=True)]
         figures[f"{peer}_steps_per_s"] = round(steps / statistics.median(times[peer]))
@@ -355,13 +477,8 @@ def atari_command_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
             yield Row(name, "fail", error=f"exit code {code}: {last_line(output)}", seconds=seconds)
             continue
         summary = load_run(run_dir).summary
-        figures: dict[str, Any] = {
-            "updates": summary.num_updates,
-            "steps_per_s": round(summary.steps_per_second),
-            "frames_per_s": round(summary.steps_per_second * 4),
-            "compile_s": round(summary.compile_time_s, 1),
-            "wall_s": round(summary.wall_time_s, 1),
-        }
+        figures = summary_figures(summary)
+        figures["frames_per_s"] = round(summary.steps_per_second * 4)
         raw = bench.get(f"atari bench {num_envs} envs")
         if raw is not None and raw.status == "pass":
             figures["raw_envpool_fps"] = raw.figures["envpool_host_fps"]
@@ -369,6 +486,99 @@ def atari_command_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
                 figures["frames_per_s"] / figures["raw_envpool_fps"], 3
             )
         yield Row(name, "pass", figures, seconds=seconds)
+
+
+def summary_figures(summary) -> dict[str, Any]:
+    """What a finished training command's ``summary.json`` says of its speed."""
+    return {
+        "updates": summary.num_updates,
+        "steps_per_s": round(summary.steps_per_second),
+        "compile_s": round(summary.compile_time_s, 1),
+        "wall_s": round(summary.wall_time_s, 1),
+    }
+
+
+def envpool_task_missing(task: str) -> str | None:
+    """Why EnvPool cannot make ``task`` here (not installed, or a bundle without its simulator
+    family), or None when it can."""
+    try:
+        import envpool
+    except ImportError:
+        return "EnvPool is not installed (pip install 'purerl[mujoco]')"
+    if task not in envpool.list_all_envs():
+        return (
+            f"this EnvPool has no {task}: its wheel was slimmed without the MuJoCo family "
+            "(python -m benchmarks.device.bundle --envpool-families atari mujoco.gym)"
+        )
+    return None
+
+
+def mujoco_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
+    """``python experiments/ppo.py --env HalfCheetah-v4 --num-envs N`` (MuJoCo through EnvPool)
+    for a fixed number of updates (``mujoco_runs``). Skipped, saying why, where EnvPool cannot
+    make the task. This process never starts JAX: the command has the device to itself."""
+    from purerl.run.rundir import load_run
+
+    runs = mujoco_runs(quick)
+    for run in runs:
+        name = command_name("mujoco", run)
+        missing = envpool_task_missing(run.env)
+        if missing is not None:
+            yield Row(name, "skip", why=missing)
+            continue
+        run_dir = out / "runs" / f"{run.algo}-{run.env}-{run.num_envs}"
+        command = [
+            sys.executable, f"experiments/{run.algo}.py", "--env", run.env,
+            "--num-envs", str(run.num_envs), "--rollout-len", str(run.rollout_len),
+            "--total-timesteps", str(run.total_timesteps),
+            "--run-dir", str(run_dir), "--no-progress",
+        ]  # fmt: skip
+        code, output, seconds = run_command(command, limit_s=(limit - 10) / len(runs))
+        (out / "logs" / f"mujoco-{run.num_envs}.txt").write_text(output)
+        if code != 0:
+            yield Row(name, "fail", error=f"exit code {code}: {last_line(output)}", seconds=seconds)
+            continue
+        yield Row(name, "pass", summary_figures(load_run(run_dir).summary), seconds=seconds)
+
+
+def evaluation_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
+    """``purerl train ppo --eval-every K --eval-episodes E`` for a fixed number of updates. It
+    passes when the run finished and its metrics.jsonl holds an ``eval/return`` for every
+    evaluation asked for; the figures are their mean returns and the seconds they took."""
+    from purerl.run.rundir import load_run
+
+    spec = evaluation_run(quick)
+    run, name = spec.run, command_name("evaluation", spec.run)
+    run_dir = out / "runs" / f"{run.algo}-{run.env}-eval"
+    command = [
+        *purerl_command(), "train", run.algo, "--env", run.env,
+        "--num-envs", str(run.num_envs), "--rollout-len", str(run.rollout_len),
+        "--total-timesteps", str(run.total_timesteps),
+        "--eval-every", str(spec.eval_every), "--eval-episodes", str(spec.eval_episodes),
+        "--run-dir", str(run_dir), "--no-progress",
+    ]  # fmt: skip
+    code, output, seconds = run_command(command, limit_s=limit - 25)
+    (out / "logs" / "evaluation-run.txt").write_text(output)
+    if code != 0 or not (run_dir / "config.json").exists():
+        yield Row(name, "fail", error=f"exit code {code}: {last_line(output)}", seconds=seconds)
+        return
+    trained = load_run(run_dir)
+    expected = run.updates // spec.eval_every
+    found = trained.evaluations
+    count = 0 if found is None else len(found.updates)
+    figures: dict[str, Any] = {"evaluations": count, "eval_episodes": spec.eval_episodes}
+    if found is not None:
+        means = run_mean(found.returns)
+        figures["eval_updates"] = [int(u) for u in found.updates]
+        figures["eval_mean_return"] = [None if math.isnan(m) else round(float(m), 1) for m in means]
+    if trained.summary is not None:
+        figures["eval_time_s"] = round(trained.summary.eval_time_s, 2)
+        figures.update(summary_figures(trained.summary))
+    if trained.status != "finished" or count != expected:
+        why = f"{count} evaluations in metrics.jsonl, {expected} asked for; run {trained.status}"
+        yield Row(name, "fail", figures, error=why, seconds=seconds)
+        return
+    yield Row(name, "pass", figures, seconds=seconds)
 
 
 def snake_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
@@ -453,7 +663,8 @@ def learning_group(quick: bool, out: Path, limit: float) -> Iterator[Row]:
 
 
 def run_mean(returns) -> list[float]:
-    """Mean over seeds of each update's return, NaN where no seed finished an episode."""
+    """Mean over seeds (``returns`` is ``[S, U]``) of each update's or evaluation's return, NaN
+    where no seed finished an episode."""
     import numpy as np
 
     with np.errstate(invalid="ignore"):
@@ -471,6 +682,11 @@ GROUP_FUNCTIONS: dict[str, Callable[[bool, Path, float], Iterator[Row]]] = {
     "snake": snake_group,
     "learning": learning_group,
     "throughput-minatar": throughput_group("throughput-minatar"),
+    "throughput-sac-td3": throughput_group("throughput-sac-td3"),
+    "throughput-recurrent": throughput_group("throughput-recurrent"),
+    "mujoco": mujoco_group,
+    "evaluation": evaluation_group,
+    "throughput-brax": throughput_group("throughput-brax"),
 }
 
 
@@ -490,6 +706,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     rows_path = out / "rows" / f"{args.group}.jsonl"
+    (out / "logs").mkdir(parents=True, exist_ok=True)  # the command groups' logs
     from purerl.runtime import configure_jax
 
     configure_jax()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import os
 import subprocess
 import sys
 import time
+import types
 import zipfile
 from pathlib import Path
 
@@ -39,15 +41,20 @@ def read_passing_report(proc: subprocess.CompletedProcess, out: Path) -> tuple[d
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads((out / "report.json").read_text())
     rows = data["rows"]
-    # On a CPU nothing is skipped (no check here needs a GPU) and nothing fails.
-    assert {row["status"] for row in rows} == {"pass"}, [
+    # On a CPU nothing fails, and only a row that needs an optional package not installed here
+    # (Brax) is skipped: no check needs a GPU.
+    assert all(row["status"] == "pass" or skipped_for_a_package(row) for row in rows), [
         (row["name"], row.get("error") or row.get("why")) for row in rows if row["status"] != "pass"
     ]
     assert data["header"]["mode"] == "quick" and data["header"]["backend"] == "cpu"
     table = (out / "report.md").read_text()
     for row in rows:
-        assert f"| {row['name']} | pass |" in table
+        assert f"| {row['name']} | {row['status']} |" in table
     return data, {row["name"]: row for row in rows}
+
+
+def skipped_for_a_package(row: dict) -> bool:
+    return row["status"] == "skip" and "is not installed" in row["why"]
 
 
 @pytest.mark.slow
@@ -87,7 +94,16 @@ def test_quick_check_runs_every_check_on_a_cpu_and_writes_both_reports(tmp_path)
     assert by_name["atari command 4 envs"]["figures"]["vs_raw_envpool"] > 0
     learning = by_name["learning ppo Breakout-MinAtar"]["figures"]
     assert learning["status"] == "finished" and learning["env_steps_per_seed"] == 8192
-    assert seconds < 300, f"the quick check took {seconds:.0f} s"  # 2.5 min alone, 3 loaded
+    sac = by_name["throughput sac Pendulum-v1 8 envs 2 seeds"]["figures"]
+    assert sac["steps_per_s"] > 0 and sac["speedup_vs_reference"] > 0
+    gru = by_name["throughput ppo CartPole-NoVelocity-v1 8 envs 2 seeds"]["figures"]
+    assert gru["network"] == "gru" and gru["speedup_vs_reference"] > 0
+    assert by_name["mujoco ppo HalfCheetah-v4 2 envs"]["figures"]["updates"] == 2
+    evaluation = by_name["evaluation ppo CartPole-v1 8 envs"]["figures"]
+    assert evaluation["evaluations"] == 2 and evaluation["eval_updates"] == [2, 4]
+    brax = by_name["throughput ppo brax/inverted_double_pendulum 8 envs 2 seeds"]
+    assert brax["status"] == "pass" or "pip install 'purerl[brax]'" in brax["why"]
+    assert seconds < 300, f"the quick check took {seconds:.0f} s"  # 3 min on two loaded cores
 
 
 @pytest.mark.slow
@@ -127,16 +143,122 @@ def test_a_failed_process_is_reported_by_its_exception_line():
     assert report.last_line("") == "(no output)"
 
 
-def test_every_full_size_throughput_row_is_a_valid_configuration():
+def test_every_throughput_row_is_a_valid_configuration_beside_the_right_peers():
     from benchmarks import throughput
+    from purerl.extras import MissingExtraError
 
-    for group in ("throughput", "throughput-minatar"):
-        for spec in checks.throughput_rows(group, quick=False):
-            cfg, peers = checks.throughput_config(spec, throughput.PEERS["reference"])
-            assert cfg.num_envs == spec.num_envs and cfg.num_updates == spec.updates
-            assert peers == (
-                () if spec.algo == "pqn" or spec.env == "Pendulum-v1" else ("reference",)
+    # The references: PPO's and DQN's on discrete actions, SAC's on continuous ones.
+    continuous = {"Pendulum-v1", "brax/inverted_double_pendulum", "brax/ant"}
+    for group in checks.THROUGHPUT_FULL:
+        for quick in (False, True):
+            for spec in checks.throughput_rows(group, quick):
+                cfg = checks.row_config(spec)  # a frozen config checks itself when built
+                assert (cfg.num_envs, cfg.num_updates) == (spec.num_envs, spec.updates)
+                assert cfg.rollout_len == (16 if quick else cfg.rollout_len)
+                try:
+                    _, peers = checks.throughput_config(spec, throughput.PEERS["reference"])
+                except MissingExtraError:
+                    assert spec.env.startswith("brax/")
+                    continue
+                with_reference = (
+                    spec.algo == "sac" if spec.env in continuous else spec.algo in ("ppo", "dqn")
+                )
+                assert peers == (("reference",) if with_reference else ()), spec
+
+
+def test_the_new_groups_plan_gpu_sized_rows_and_a_short_quick_check():
+    assert checks.plan("throughput-sac-td3", quick=False) == [
+        "throughput sac Pendulum-v1 1024 envs 1 seed",
+        "throughput sac Pendulum-v1 1024 envs 16 seeds",
+        "throughput td3 Pendulum-v1 1024 envs 1 seed",
+        "throughput td3 Pendulum-v1 1024 envs 16 seeds",
+    ]
+    assert checks.plan("mujoco", quick=False) == [
+        "mujoco ppo HalfCheetah-v4 16 envs",
+        "mujoco ppo HalfCheetah-v4 64 envs",
+    ]
+    assert checks.plan("evaluation", quick=True) == ["evaluation ppo CartPole-v1 8 envs"]
+    for group in checks.GROUPS:
+        assert group in device.GROUP_LIMITS and checks.plan(group, quick=True)
+        full, quick = device.GROUP_LIMITS[group]
+        assert quick <= full
+    # The newer groups fit one 10-minute device call beside the install (--only them).
+    new = ("throughput-sac-td3", "throughput-recurrent", "mujoco", "evaluation", "throughput-brax")
+    assert sum(device.GROUP_LIMITS[group][0] for group in new) <= 540
+
+
+def test_the_training_commands_of_the_device_check_are_valid_configurations():
+    from purerl import algos
+    from purerl.options import MAX_EVAL_EPISODES
+
+    for quick in (False, True):
+        evaluation = checks.evaluation_run(quick)
+        runs = [*checks.mujoco_runs(quick), evaluation.run]
+        for run in runs:
+            base = algos.get(run.algo).base_config(run.env)
+            cfg = dataclasses.replace(
+                base,
+                num_envs=run.num_envs,
+                rollout_len=run.rollout_len,
+                total_timesteps=run.total_timesteps,
             )
+            assert cfg.num_updates == run.updates
+        assert evaluation.run.updates % evaluation.eval_every == 0
+        assert evaluation.eval_episodes <= MAX_EVAL_EPISODES
+
+
+def test_a_row_needing_a_package_that_is_not_installed_is_skipped_saying_why(tmp_path, monkeypatch):
+    from purerl.extras import MissingExtraError
+
+    def no_brax(spec, repeats, throughput, measure):
+        raise MissingExtraError(
+            f"{spec.env} needs the optional package brax, which is not installed; install it "
+            "with: pip install 'purerl[brax]'"
+        )
+
+    monkeypatch.setattr(checks, "throughput_figures", no_brax)
+    rows = list(checks.GROUP_FUNCTIONS["throughput-brax"](False, tmp_path, 60))
+    assert [row.name for row in rows] == checks.plan("throughput-brax", quick=False)
+    for row in rows:
+        assert row.status == "skip"
+        assert "needs the optional package brax" in row.why
+        assert "the device bundle cannot carry it" in row.why
+
+    # EnvPool without the MuJoCo family (a bundle that left it out): the MuJoCo rows skip.
+    monkeypatch.setitem(sys.modules, "envpool", types.SimpleNamespace(list_all_envs=list))
+    why = checks.envpool_task_missing("HalfCheetah-v4")
+    assert why.startswith("this EnvPool has no HalfCheetah-v4") and "mujoco.gym" in why
+    rows = list(checks.mujoco_group(False, tmp_path, 60))
+    assert [(row.name, row.status, row.why) for row in rows] == [
+        (name, "skip", why) for name in checks.plan("mujoco", quick=False)
+    ]
+    monkeypatch.setitem(sys.modules, "envpool", None)  # import envpool raises ImportError
+    assert checks.envpool_task_missing("HalfCheetah-v4").startswith("EnvPool is not installed")
+
+
+def test_groups_run_two_at_a_time_each_after_the_group_it_reads(tmp_path, monkeypatch):
+    events = []
+
+    def fake_run_group(group, args, out, env, limit):
+        events.append(("start", group))
+        time.sleep(0.2 if group == "atari" else 0.05)
+        events.append(("end", group))
+        return [Row(name, "pass") for name in checks.plan(group, args.quick)]
+
+    monkeypatch.setattr(device, "run_group", fake_run_group)
+    args = device.DeviceArgs(out=str(tmp_path), quick=True)
+    groups = ["atari", "atari-command", "snake", "learning"]
+    found = device.run_groups(groups, args, tmp_path, {}, time.perf_counter() + 60, workers=2)
+    assert sorted(found) == sorted(groups)
+    # atari and snake start together; atari-command waits for atari's end, not for a slot.
+    assert set(events[:2]) == {("start", "atari"), ("start", "snake")}
+    assert events.index(("start", "atari-command")) > events.index(("end", "atari"))
+    assert events.index(("start", "learning")) < events.index(("end", "atari"))
+    # Past the deadline every planned row is reported as not run.
+    found = device.run_groups(["snake"], args, tmp_path, {}, time.perf_counter(), workers=2)
+    assert [row.status for row in found["snake"]] == ["skip"]
+    budget = f"not run: the check's {device.QUICK_BUDGET_S:.0f} s budget was spent"
+    assert found["snake"][0].why == budget
 
 
 def test_rows_say_why_they_fail_or_skip_and_the_table_shows_each():
@@ -209,6 +331,66 @@ def test_slim_envpool_keeps_the_chosen_families_and_a_valid_record(tmp_path):
             data = archive.read(name)
             assert digest == record_hash(data) and int(size) == len(data)
         assert len(record) == len(names)
+
+
+def test_slim_envpool_keeps_one_part_of_a_family_with_its_extension_module(tmp_path):
+    wheel = tmp_path / "envpool-1.2.5-cp312-cp312-linux_x86_64.whl"
+    entry = (
+        "import envpool.atari.registration  # noqa: F401\n"
+        "import envpool.mujoco.dmc.registration  # noqa: F401\n"
+        "import envpool.mujoco.gym.registration  # noqa: F401\n"
+    )
+    files = {
+        "envpool/entry.py": entry,
+        "envpool/atari/atari_envpool.so": "binary",
+        "envpool/mujoco/__init__.py": "",
+        "envpool/mujoco/gym/__init__.py": "from envpool.mujoco.mujoco_gym_envpool import (x)\n",
+        "envpool/mujoco/gym/registration.py": "",
+        "envpool/mujoco/mujoco_gym_envpool.so": "binary",
+        "envpool/mujoco/dmc/__init__.py": "from envpool.mujoco.mujoco_dmc_envpool import (y)\n",
+        "envpool/mujoco/mujoco_dmc_envpool.so": "binary",
+        "envpool/mujoco/playground_envpool.so": "binary",
+    }
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr("envpool-1.2.5.dist-info/RECORD", "stale\n")
+    bundle.slim_envpool(wheel, ("atari", "mujoco.gym"))
+    with zipfile.ZipFile(wheel) as archive:
+        assert set(archive.namelist()) == {
+            "envpool/entry.py",
+            "envpool/atari/atari_envpool.so",
+            "envpool/mujoco/__init__.py",
+            "envpool/mujoco/gym/__init__.py",
+            "envpool/mujoco/gym/registration.py",
+            "envpool/mujoco/mujoco_gym_envpool.so",
+            "envpool-1.2.5.dist-info/RECORD",
+        }
+        assert archive.read("envpool/entry.py").decode() == (
+            "import envpool.atari.registration  # noqa: F401\n"
+            "import envpool.mujoco.gym.registration  # noqa: F401\n"
+        )
+
+
+def test_the_bundle_carries_the_assets_of_the_families_it_keeps(tmp_path):
+    wheel = tmp_path / "envpool_assets-0.3.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name in (
+            "envpool_assets/atari/roms/pong.bin",
+            "envpool_assets/mujoco/assets_gym/half_cheetah.xml",
+            "envpool_assets/mujoco/assets_dmc/cheetah.xml",
+            "envpool_assets/procgen/x.png",
+        ):
+            archive.writestr(name, "data")
+    into = tmp_path / "envpool-assets"
+    assert bundle.extract_assets(wheel, into, ("atari", "mujoco.gym", "box2d")) == 8
+    found = sorted(str(p.relative_to(into)) for p in into.rglob("*") if p.is_file())
+    assert found == ["atari/roms/pong.bin", "mujoco/assets_gym/half_cheetah.xml"]
+    empty = tmp_path / "envpool_assets-0.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("envpool_assets/__init__.py", "")
+    with pytest.raises(SystemExit, match="none of envpool_assets/mujoco/assets_gym/ found"):
+        bundle.extract_assets(empty, tmp_path / "again", ("mujoco.gym",))
 
 
 def test_size_check_counts_tree_and_bundle_and_names_the_largest_files(tmp_path):

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from purerl import algos, envs
-from purerl.algos import Algo, AlgoSpec
+from purerl.algos import Algo, AlgoSpec, torso
 from purerl.config import ConfigError
 from purerl.core import program
 from purerl.core.types import Key, Metrics
@@ -112,7 +112,10 @@ def train(
             learning curves); without it nothing is written.
         progress: show the progress bar.
         **overrides: fields of the configuration (``num_seeds=4``, ``lr=1e-3``) or of the run
-            options (``updates_per_chunk=10``, ``checkpoint_minutes=5``).
+            options (``updates_per_chunk=10``, ``checkpoint_minutes=5``). ``network`` may be
+            your flax module itself (``network=MyTorso()``; the run records
+            ``object:<module>.<class>``, and ``purerl.load`` asks for the module again), or a
+            ``module:attr`` string (``purerl.algos.torso``).
 
     Raises:
         ConfigError: unknown algorithm, environment or argument, or an invalid value.
@@ -120,11 +123,18 @@ def train(
     """
     if run_dir is not None:
         overrides["run_dir"] = str(run_dir)
+    module = overrides.get("network")
+    if module is not None and not isinstance(module, str):
+        overrides["network"] = torso.object_id(module)  # the run records it; load asks again
+    else:
+        module = None
     spec, cfg, options = resolve(algo, env, preset, {**overrides, "progress": progress})
     configure_jax()
     enable_compilation_cache(options.compilation_cache)
     source = None if env is None or isinstance(env, str) else env
-    request = TrainRequest(spec, cfg, options, in_memory=run_dir is None, env=source)
+    request = TrainRequest(
+        spec, cfg, options, in_memory=run_dir is None, env=source, network=module
+    )
     outcome = session.run(request)
     result = outcome.result
     where = None if outcome.run_dir is None else outcome.run_dir.resolve()
@@ -140,9 +150,12 @@ def train(
     )
 
 
-def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]]:
+def make_train(
+    cfg: Any, env: Any = None, network: Any = None
+) -> Callable[[Key], tuple[Any, Metrics]]:
     """A pure, jittable ``train(key) -> (state, metrics)`` for configuration ``cfg``, on
-    ``cfg.env`` or on ``env``, your own environment object or ``(env, params)`` pair.
+    ``cfg.env`` or on ``env``, your own environment object or ``(env, params)`` pair, with the
+    torso ``cfg.network`` names or ``network``, your flax module.
 
     ``metrics`` are stacked over the ``cfg.num_updates`` updates. ``train`` is a function of
     the key alone, so ``jax.jit(jax.vmap(train))(keys)`` trains one agent per key;
@@ -154,7 +167,9 @@ def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]
         ConfigError: ``cfg`` belongs to no registered algorithm, or its environment steps
             outside JAX (EnvPool).
     """
-    built, algo = algos.for_config(cfg).make(cfg, env=env)
+    if network is not None:
+        cfg = dataclasses.replace(cfg, network=torso.object_id(network))
+    built, algo = algos.for_config(cfg).make(cfg, env=env, network=network)
     if not built.pure:
         raise ConfigError(f"{cfg.env} steps outside JAX (EnvPool): make_train needs a pure env")
     run_chunk = program.make_run_chunk(algo, cfg.num_updates)

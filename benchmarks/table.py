@@ -557,7 +557,7 @@ def import_runs(args: BenchTableArgs) -> tuple[list[MatrixRow], list[RowOutcome]
                 f"{name} needs a finished {row.algo} run on {row.env}"
             )
         cfg = run.record.make_config(type(row.preset), Path(folder))
-        # Off-policy configurations have no torso choice: no field, nothing to tell apart.
+        # An algorithm registered from outside purerl may have no torso field to tell apart.
         torso, wanted = getattr(cfg, "network", None), getattr(row.preset, "network", None)
         if torso != wanted:
             raise ConfigError(f"{folder} trained a {torso} torso; {name} needs {wanted}")

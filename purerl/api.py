@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from purerl import algos, envs
-from purerl.algos import Algo, AlgoSpec
+from purerl.algos import Algo, AlgoSpec, torso
 from purerl.config import ConfigError
 from purerl.core import program
 from purerl.core.types import Key, Metrics
@@ -116,7 +116,10 @@ def train(
             (update, steps, the chunk's metrics, the recent and evaluation returns); one
             returning True stops the run early, saved and resumable.
         **overrides: fields of the configuration (``num_seeds=4``, ``lr=1e-3``) or of the run
-            options (``updates_per_chunk=10``, ``checkpoint_minutes=5``).
+            options (``updates_per_chunk=10``, ``checkpoint_minutes=5``). ``network`` may be
+            your flax module itself (``network=MyTorso()``; the run records
+            ``object:<module>.<class>``, and ``purerl.load`` asks for the module again), or a
+            ``module:attr`` string (``purerl.algos.torso``).
 
     Raises:
         ConfigError: unknown algorithm, environment or argument, or an invalid value.
@@ -124,6 +127,11 @@ def train(
     """
     if run_dir is not None:
         overrides["run_dir"] = str(run_dir)
+    module = overrides.get("network")
+    if module is not None and not isinstance(module, str):
+        overrides["network"] = torso.object_id(module)  # the run records it; load asks again
+    else:
+        module = None
     spec, cfg, options = resolve(algo, env, preset, {**overrides, "progress": progress})
     configure_jax()
     enable_compilation_cache(options.compilation_cache)
@@ -131,8 +139,9 @@ def train(
     if not all(callable(fn) for fn in callbacks):
         raise ConfigError("callbacks takes functions of one argument (a Report)")
     request = TrainRequest(
-        spec, cfg, options, in_memory=run_dir is None, env=source, callbacks=tuple(callbacks)
-    )
+        spec, cfg, options, in_memory=run_dir is None, env=source, network=module,
+        callbacks=tuple(callbacks),
+    )  # fmt: skip
     outcome = session.run(request)
     result = outcome.result
     where = None if outcome.run_dir is None else outcome.run_dir.resolve()
@@ -148,9 +157,12 @@ def train(
     )
 
 
-def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]]:
+def make_train(
+    cfg: Any, env: Any = None, network: Any = None
+) -> Callable[[Key], tuple[Any, Metrics]]:
     """A pure, jittable ``train(key) -> (state, metrics)`` for configuration ``cfg``, on
-    ``cfg.env`` or on ``env``, your own environment object or ``(env, params)`` pair.
+    ``cfg.env`` or on ``env``, your own environment object or ``(env, params)`` pair, with the
+    torso ``cfg.network`` names or ``network``, your flax module.
 
     ``metrics`` are stacked over the ``cfg.num_updates`` updates. ``train`` is a function of
     the key alone, so ``jax.jit(jax.vmap(train))(keys)`` trains one agent per key;
@@ -164,7 +176,9 @@ def make_train(cfg: Any, env: Any = None) -> Callable[[Key], tuple[Any, Metrics]
     Raises:
         ConfigError: ``cfg`` belongs to no registered algorithm.
     """
-    _, algo = algos.for_config(cfg).make(cfg, env=env)
+    if network is not None:
+        cfg = dataclasses.replace(cfg, network=torso.object_id(network))
+    _, algo = algos.for_config(cfg).make(cfg, env=env, network=network)
     run_chunk = program.make_run_chunk(algo, cfg.num_updates)
 
     def train_fn(key: Key) -> tuple[Any, Metrics]:

@@ -11,12 +11,16 @@ import ast
 import dataclasses
 import errno
 import math
+import re
 import types
 import typing
 from typing import Any, Literal
 
 Activation = Literal["tanh", "relu", "gelu", "swish"]
 Network = Literal["mlp", "gru", "lstm"]
+"""purerl's own torsos (``--network``); a torso of the user's is named by ``module:attr``."""
+RECURRENT: tuple[str, ...] = ("gru", "lstm")
+"""The torsos with a recurrent cell."""
 Precision = Literal["fp32", "bf16"]
 
 MAX_UPDATES = 2**31 - 1
@@ -76,6 +80,21 @@ def os_error_reason(err: OSError) -> str:
     if err.errno == errno.ENAMETOOLONG:
         reason += " (a file or directory name holds at most 255 bytes): choose a shorter name"
     return reason
+
+
+DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+MODULE_ATTR = re.compile(rf"({DOTTED}):({DOTTED})")
+"""``module:attr``: a user's environment factory (``--env``) or network (``--network``)."""
+OBJECT_PREFIX = "object:"
+"""Ids of what a user gave purerl as an object: ``object:<module>.<qualified class name>``."""
+
+
+def is_user_network(network: str) -> bool:
+    """Whether ``network`` names a torso of the user's: ``module:attr``, or the
+    ``object:<module>.<class>`` of a module given as an object (``purerl.algos.torso``)."""
+    if network.startswith(OBJECT_PREFIX):
+        return re.fullmatch(DOTTED, network[len(OBJECT_PREFIX) :]) is not None
+    return MODULE_ATTR.fullmatch(network) is not None
 
 
 def flag(name: str) -> str:
@@ -286,8 +305,16 @@ def require_unit_interval(cfg: object, *names: str) -> None:
             raise ConfigError(f"{flag(name)} must lie in [0, 1], got {value}")
 
 
-def require_network(cfg: object) -> None:
-    """Checks the ``hidden_sizes`` field of a config with an MLP."""
+def require_network(cfg: object, builtin: tuple[str, ...] = ("mlp",)) -> None:
+    """Checks the ``network`` field (one of ``builtin``, or a torso of the user's) and the
+    ``hidden_sizes`` of a config with an MLP."""
+    if cfg.network not in builtin and not is_user_network(cfg.network):
+        names = " or ".join(filter(None, [", ".join(builtin[:-1]), builtin[-1]]))
+        raise ConfigError(
+            f"--network must be {names}, or module:attr naming a flax module of "
+            f'yours (mypackage.nets:Torso; docs/guide.md, "Your own network"), got '
+            f"{cfg.network!r}"
+        )
     sizes = cfg.hidden_sizes
     if not 1 <= len(sizes) <= MAX_LAYERS or min(sizes) < 1 or max(sizes) > MAX_WIDTH:
         raise ConfigError(
@@ -295,17 +322,23 @@ def require_network(cfg: object) -> None:
         )
 
 
+RNN_DEFAULTS = (128, 0)
+"""``MemoryConfig``'s ``rnn_size`` and ``bptt_len`` defaults: what a feed-forward torso has."""
+
+
 @dataclasses.dataclass(frozen=True)
 class MemoryConfig:
     """The torso's memory, for algorithms that learn from whole rollouts (PPO, PQN)."""
 
-    network: Network = "mlp"
+    network: str = "mlp"
     """Torso: mlp (feed-forward), or gru or lstm: the MLP of hidden_sizes (the Nature CNN
     for pixels), then a recurrent cell of rnn_size carried from step to step and reset where
-    an episode starts, for tasks where the right action depends on what was seen before."""
-    rnn_size: int = 128
+    an episode starts, for tasks where the right action depends on what was seen before; or
+    module:attr, a feed-forward flax module of yours (a class, or a function returning one)
+    that purerl adds its heads to (docs/guide.md, "Your own network")."""
+    rnn_size: int = RNN_DEFAULTS[0]
     """Width of the gru or lstm cell."""
-    bptt_len: int = 0
+    bptt_len: int = RNN_DEFAULTS[1]
     """Steps backpropagated through in the update with gru or lstm: each env's rollout is cut
     into sequences of this many steps, replayed from the memory recorded at their start (0:
     the whole rollout). Must divide rollout_len."""
@@ -315,7 +348,14 @@ class MemoryConfig:
         ``num_minibatches`` of the algorithm's configuration)."""
         if not 1 <= self.rnn_size <= MAX_WIDTH:
             raise ConfigError(f"--rnn-size must lie in [1, {MAX_WIDTH}], got {self.rnn_size}")
-        if self.network == "mlp":
+        if is_user_network(self.network) and (self.rnn_size, self.bptt_len) != RNN_DEFAULTS:
+            raise ConfigError(
+                f"--network {self.network} is a torso of yours, which purerl runs feed-forward "
+                f"(recurrent torsos of your own are not supported): --rnn-size {self.rnn_size} "
+                f"and --bptt-len {self.bptt_len} (given, or a preset's) go with --network gru or "
+                f"lstm; leave them at {RNN_DEFAULTS[0]} and {RNN_DEFAULTS[1]}"
+            )
+        if self.network not in RECURRENT:
             return
         length = self.sequence_len
         if length < 1 or self.rollout_len % length:
@@ -330,7 +370,7 @@ class MemoryConfig:
         ``num_envs`` environments (those of one device, in data-parallel runs)."""
         windows = self.rollout_len // self.sequence_len
         sequences = num_envs * windows
-        if self.network != "mlp" and sequences % self.num_minibatches:
+        if self.network in RECURRENT and sequences % self.num_minibatches:
             raise ConfigError(
                 f"--num-minibatches {self.num_minibatches} does not divide the {sequences} "
                 f"sequences of a {self.network} update ({num_envs} envs x rollout_len / "

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,6 +36,18 @@ DQN_TINY_ARGS = [
     "--total-timesteps", "192", "--no-progress",
 ]  # fmt: skip
 """Flags of a tiny DQN run, 6 updates of 32 steps: DQN's smoke configuration."""
+
+
+TINY_TORSO = "tests.helpers:TinyTorso"
+"""A torso of the user's as a configuration names it (``--network``)."""
+
+
+class TinyTorso(nn.Module):
+    """A torso of the user's: one tanh layer of 8 units over the flattened observation."""
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return nn.tanh(nn.Dense(8)(obs.reshape(obs.shape[0], -1)))
 
 
 class CliResult(NamedTuple):

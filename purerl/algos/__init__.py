@@ -69,7 +69,8 @@ class AlgoSpec:
     """NamedTuple of the traced hyperparameters (``from_config(cfg)``): the config fields a
     sweep varies inside one compiled program."""
     build: Callable[..., Algo]
-    """``build(cfg, env, env_params=None, axis_name=None) -> Algo``."""
+    """``build(cfg, env, env_params=None, axis_name=None) -> Algo``; one that offers a torso of
+    the user's takes it as ``torso=`` (``purerl.algos.torso``)."""
     presets_module: str
     """Module holding ``PRESETS: dict[str, config]``, keyed by environment id or preset name."""
     smoke: Any
@@ -95,6 +96,7 @@ class AlgoSpec:
         env: Any = None,
         num_envs: int | None = None,
         axis_name: str | None = None,
+        network: Any = None,
     ) -> Made:
         """The environment of ``cfg`` and this algorithm built on it: the one way purerl goes
         from a configuration to an algorithm (training, evaluation, sweeps, loading a run).
@@ -106,14 +108,20 @@ class AlgoSpec:
                 evaluation's episodes).
             axis_name: the mapped axis gradients and metrics are averaged over (data
                 parallelism), or None.
+            network: the flax module that ``cfg.network`` names (``object:...``, or a recorded
+                ``module:attr`` the user vouched for); without it a ``module:attr`` is imported
+                now (``purerl.algos.torso.find``).
 
         Raises:
-            ConfigError: an environment or configuration this algorithm cannot train.
+            ConfigError: an environment, network or configuration this algorithm cannot train.
         """
         from purerl import envs
+        from purerl.algos import torso
 
+        own = torso.find(cfg, network)
         built = envs.from_config(cfg, num_envs, env=env)
-        return Made(built, self.build(cfg, built, axis_name=axis_name))
+        extra = {} if own is None else {"torso": own}
+        return Made(built, self.build(cfg, built, axis_name=axis_name, **extra))
 
     def base_config(self, env_id: str | None = None, preset: str | None = None) -> Any:
         """The configuration flags apply to: a named preset, the preset of ``env_id``, or the

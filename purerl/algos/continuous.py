@@ -76,8 +76,14 @@ class ContinuousConfig(CommonConfig):
     """Adam learning rate of the critics."""
     policy_frequency: int = 2
     """Gradient steps between policy updates (delayed policy updates)."""
+    network: str = "mlp"
+    """Torso: mlp (the actor an MLP of hidden_sizes, each critic one over the observation and
+    the action), or module:attr, a flax module of yours (a class, or a function returning one):
+    the actor and each critic read the observation through their own copy of it
+    (docs/guide.md, "Your own network")."""
     hidden_sizes: tuple[int, ...] = (256, 256)
-    """Hidden layer widths of the actor and critic MLPs."""
+    """Hidden layer widths of the actor and critic MLPs (with a torso of yours: the critics'
+    MLPs over its features and the action)."""
     activation: Activation = "relu"
     """Hidden activation."""
 

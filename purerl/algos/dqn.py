@@ -16,6 +16,7 @@ import dataclasses
 import functools
 from typing import Any, NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
@@ -81,12 +82,17 @@ class DQNConfig(CommonConfig):
     """TD loss: mse (half squared error) or huber (threshold 1)."""
     double_q: bool = False
     """Double DQN targets: the online network picks the next action (van Hasselt et al. 2016)."""
+    network: str = "mlp"
+    """Torso: mlp (the MLP of hidden_sizes; the Nature CNN for pixels), or module:attr, a flax
+    module of yours (a class, or a function returning one) that purerl adds its Q head to
+    (docs/guide.md, "Your own network")."""
     hidden_sizes: tuple[int, ...] = (120, 84)
-    """Hidden layer widths of the Q-network MLP."""
+    """Hidden layer widths of the Q-network MLP (purerl's torso)."""
     layer_norm: bool = False
-    """LayerNorm before every hidden activation of the Q-network (PQN's default)."""
+    """LayerNorm before every hidden activation of the Q-network (PQN's default; purerl's
+    torso)."""
     activation: Activation = "relu"
-    """Hidden activation."""
+    """Hidden activation (of purerl's torso)."""
 
     @property
     def cadence(self) -> offpolicy.Cadence:
@@ -171,12 +177,21 @@ def dqn_loss(
 
 
 def make_dqn(
-    cfg: DQNConfig, env: Environment, env_params: Any = None, axis_name: str | None = None
+    cfg: DQNConfig,
+    env: Environment,
+    env_params: Any = None,
+    axis_name: str | None = None,
+    torso: nn.Module | None = None,
 ) -> Algo[DQNState]:
     """Builds DQN for a vectorised environment with discrete actions (see ``make_ppo``)."""
     offpolicy.check_env(env, "DQN", discrete=True)
     network = make_q_network(
-        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, cfg.layer_norm
+        env.spec,
+        cfg.hidden_sizes,
+        cfg.activation,
+        cfg.precision,
+        cfg.layer_norm,
+        cfg.network if torso is None else torso,
     )
     env_params = env.default_params if env_params is None else env_params
     # Reading next observations from the following slot halves the memory of pixel buffers; it

@@ -15,6 +15,7 @@ outputs, its behaviour and trained policies, its training data and its loss.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -27,6 +28,7 @@ from purerl.config import (
     CommonConfig,
     ConfigError,
     MemoryConfig,
+    Network,
     require_network,
     require_positive,
     require_unit_interval,
@@ -62,11 +64,11 @@ class OnPolicyConfig(MemoryConfig, CommonConfig):
     max_grad_norm: float = traced(0.5)
     """Gradients are rescaled so their global norm is at most this."""
     hidden_sizes: tuple[int, ...] = (64, 64)
-    """Hidden layer widths of the network's MLPs."""
+    """Hidden layer widths of the network's MLPs (purerl's torsos)."""
     layer_norm: bool = False
-    """LayerNorm before every hidden activation of the network's torsos."""
+    """LayerNorm before every hidden activation of the network's torsos (purerl's)."""
     activation: Activation = "tanh"
-    """Hidden activation."""
+    """Hidden activation (of purerl's torsos)."""
 
     @property
     def batch_size(self) -> int:
@@ -86,7 +88,7 @@ class OnPolicyConfig(MemoryConfig, CommonConfig):
                 f"{self.batch_size} (num_envs {self.num_envs} x rollout_len {self.rollout_len}); "
                 "pick a divisor of the batch"
             )
-        require_network(self)
+        require_network(self, typing.get_args(Network))
         self.check_memory()
 
 
@@ -228,6 +230,7 @@ def make_onpolicy(
     hparams_cls: type,
     env_params: Any = None,
     axis_name: str | None = None,
+    torso: nn.Module | None = None,
 ) -> Algo[OnPolicyState]:
     """An on-policy algorithm from its ``learner``, for a vectorised environment.
 
@@ -238,6 +241,7 @@ def make_onpolicy(
         hparams_cls: its traced hyperparameters (``hparams_class`` of its configuration).
         env_params: environment parameters (default: ``env.default_params``).
         axis_name: mapped axis to average gradients and metrics over (data parallelism).
+        torso: the user's flax module that ``cfg.network`` names, for purerl's torso.
     """
     num_envs = num_envs_of(env, cfg, learner.name)
     network = learner.make_network(
@@ -246,7 +250,7 @@ def make_onpolicy(
         cfg.activation,
         cfg.precision,
         cfg.layer_norm,
-        cfg.network,
+        cfg.network if torso is None else torso,
         cfg.rnn_size,
     )
     net = stepped(network, learner.value_of, cfg.network, cfg.rnn_size)

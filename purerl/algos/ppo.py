@@ -11,6 +11,8 @@ import dataclasses
 import functools
 from typing import Any, NamedTuple
 
+import flax.linen as nn
+
 from purerl.algos import AlgoSpec
 from purerl.algos.onpolicy import (
     SMOKE,
@@ -143,7 +145,11 @@ def ppo_loss(
 
 
 def make_ppo(
-    cfg: PPOConfig, env: Environment, env_params: Any = None, axis_name: str | None = None
+    cfg: PPOConfig,
+    env: Environment,
+    env_params: Any = None,
+    axis_name: str | None = None,
+    torso: nn.Module | None = None,
 ) -> Algo[OnPolicyState]:
     """Builds PPO for a vectorised environment (``onpolicy.make_onpolicy``).
 
@@ -152,6 +158,8 @@ def make_ppo(
         env: a vectorised environment; its ``num_envs`` is the batch this algorithm steps.
         env_params: environment parameters (default: ``env.default_params``).
         axis_name: mapped axis to average gradients and metrics over (data parallelism).
+        torso: the user's flax module that ``cfg.network`` names (``purerl.algos.torso``),
+            copied for the actor and for the critic.
     """
     loss = functools.partial(
         ppo_loss,
@@ -168,7 +176,7 @@ def make_ppo(
         loss=loss,
         policy=lambda outputs, hparams: outputs[0],
     )
-    return make_onpolicy(cfg, env, learner, PPOHparams, env_params, axis_name)
+    return make_onpolicy(cfg, env, learner, PPOHparams, env_params, axis_name, torso)
 
 
 SPEC = AlgoSpec(

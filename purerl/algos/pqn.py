@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
@@ -117,7 +118,11 @@ def epsilon_at(hparams: Any, total_timesteps: int, steps: Array) -> Array:
 
 
 def make_pqn(
-    cfg: PQNConfig, env: Environment, env_params: Any = None, axis_name: str | None = None
+    cfg: PQNConfig,
+    env: Environment,
+    env_params: Any = None,
+    axis_name: str | None = None,
+    torso: nn.Module | None = None,
 ) -> Algo[OnPolicyState]:
     """Builds PQN for a vectorised environment with discrete actions (see ``make_ppo``)."""
     if not env.spec.discrete:
@@ -142,7 +147,7 @@ def make_pqn(
         policy=lambda q_values, hparams: EpsilonGreedy(q_values, hparams.eps_end),
         optimizer=cfg.optimizer,
     )
-    return make_onpolicy(cfg, env, learner, PQNHparams, env_params, axis_name)
+    return make_onpolicy(cfg, env, learner, PQNHparams, env_params, axis_name, torso)
 
 
 SPEC = AlgoSpec(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -126,11 +127,18 @@ def temperature_loss(
 
 
 def make_sac(
-    cfg: SACConfig, env: Environment, env_params: Any = None, axis_name: str | None = None
+    cfg: SACConfig,
+    env: Environment,
+    env_params: Any = None,
+    axis_name: str | None = None,
+    torso: nn.Module | None = None,
 ) -> Algo[SACState]:
     """Builds SAC for a vectorised environment with continuous (Box) actions."""
     offpolicy.check_env(env, "SAC")
-    actor, critics = make_continuous_nets(env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision)
+    network = cfg.network if torso is None else torso
+    actor, critics = make_continuous_nets(
+        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, network=network
+    )
     env_params = env.default_params if env_params is None else env_params
     target_entropy = -float(np.prod(env.spec.action_space.shape))  # -dim(A), Haarnoja et al.
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
@@ -113,13 +114,18 @@ def actor_loss(
 
 
 def make_td3(
-    cfg: TD3Config, env: Environment, env_params: Any = None, axis_name: str | None = None
+    cfg: TD3Config,
+    env: Environment,
+    env_params: Any = None,
+    axis_name: str | None = None,
+    torso: nn.Module | None = None,
 ) -> Algo[TD3State]:
     """Builds TD3 for a vectorised environment with continuous (Box) actions."""
     offpolicy.check_env(env, "TD3")
     space = env.spec.action_space
+    network = cfg.network if torso is None else torso
     actor, critics = make_continuous_nets(
-        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, stochastic=False
+        env.spec, cfg.hidden_sizes, cfg.activation, cfg.precision, False, network
     )
     env_params = env.default_params if env_params is None else env_params
     center, half_width = action_range(space)

@@ -6,7 +6,8 @@ in training: sampled actions, or epsilon-greedy at the final epsilon), and print
 min / max return per seed. ``--video out.mp4`` (or ``out.gif``) also records one episode of
 ``--seed-index`` (default the first seed). Reading a run never changes it, and works while it
 trains. Nor does it run the run's code: a run on a module:factory environment needs ``--env``
-naming that factory again, or ``--trust-run-code``.
+naming that factory again, one with a module:attr network ``--network`` naming it again, or
+``--trust-run-code``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class EvalArgs:
     env: Annotated[str | None, hint("the run's", "MODULE:FACTORY")] = None
     """A run trained on your module:factory environment: name that factory again to import and
     call it (looked for on PYTHONPATH and in the current directory)."""
+    network: Annotated[str | None, hint("the run's", "MODULE:ATTR")] = None
+    """A run trained with your module:attr network: name it again to import it (looked for on
+    PYTHONPATH and in the current directory)."""
     trust_run_code: Annotated[bool, tyro.conf.arg(help=TRUST_HELP)] = False
 
     def __post_init__(self):
@@ -86,7 +90,9 @@ def main(argv: Sequence[str], prog: str) -> int:
     enable_compilation_cache()
     from purerl.run.evaluate import evaluate, load_agents
 
-    run = load_agents(Path(args.run_dir), args.checkpoint, args.env, args.trust_run_code, COMMAND)
+    run = load_agents(
+        Path(args.run_dir), args.checkpoint, args.env, args.trust_run_code, COMMAND, args.network
+    )
     for err in run.skipped:
         print(f"skipped checkpoint {err.step}: {err.reason}", file=sys.stderr, flush=True)
     num_seeds = run.cfg.num_seeds

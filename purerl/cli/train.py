@@ -6,7 +6,9 @@ configuration and run options), ``--config FILE`` (a saved configuration, for a 
 fields. A resumed run keeps its configuration; of its run options only those in
 ``purerl.options.RESUMABLE`` may be given again, and the change is recorded in
 ``resumes.jsonl``. A saved configuration on a ``module:factory`` environment runs that code only
-when ``--env`` names the factory again or ``--trust-run-code`` is given (``purerl.run.trust``).
+when ``--env`` names the factory again or ``--trust-run-code`` is given, and one with a
+``module:attr`` network only when ``--network`` names it again or ``--trust-run-code`` is given
+(``purerl.run.trust``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import tyro
 
 from purerl import algos
 from purerl.algos import AlgoSpec, preset_names
+from purerl.algos.torso import network_of
 from purerl.cli.parsing import UsageError, parse, peek, wrap_lines
 from purerl.config import ConfigError, flag
 from purerl.options import hint, options_for
@@ -30,7 +33,7 @@ from purerl.run.setup import TrainRequest, cpu_split_hint, merge_resume_options,
 from purerl.run.setup import describe as describe_setup
 from purerl.run.signals import StopOnSignal
 from purerl.run.sinks import ConsoleSink
-from purerl.run.trust import TRUST_HELP, recorded_env
+from purerl.run.trust import TRUST_HELP, recorded_env, recorded_network
 from purerl.runtime import enable_compilation_cache
 
 
@@ -43,13 +46,14 @@ class Sources:
     config: Annotated[str | None, hint("none", "PATH")] = None
     """Start a new run from a saved config.json (or a run directory holding one); flags beside
     it override single fields. A configuration on a module:factory environment needs --env
-    naming the factory again, or --trust-run-code."""
+    naming the factory again, one with a module:attr network --network naming it again, or
+    --trust-run-code."""
     resume: Annotated[str | None, hint("none", "DIR")] = None
     """Continue the run in this directory from its newest readable checkpoint, with its saved
     configuration and run options; --total-timesteps may extend it, a finished run too. A
     simulator outside JAX (EnvPool, Gymnasium) cannot be saved: it starts fresh episodes. A run
-    on a module:factory environment needs --env naming the factory again, or
-    --trust-run-code."""
+    on a module:factory environment needs --env naming the factory again, one with a
+    module:attr network --network naming it again, or --trust-run-code."""
     resume_from: Annotated[int | None, hint("the newest readable", "UPDATE")] = None
     """With --resume: the checkpoint (its update count) to continue from."""
     trust_run_code: Annotated[
@@ -137,11 +141,12 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
     cfg, options, header = base(spec, argv)
     cls = args_class(spec, header)
     args = parse(cls, argv, prog, description(spec, prog), default=cls(algo=cfg, run=options))
-    env = saved_env(args, cfg, argv)
+    env, network = saved_env(args, cfg, argv), saved_network(args, cfg, argv)
     if args.resume is None:
         if args.resume_from is not None:
             raise UsageError("--resume-from goes with --resume")
-        return TrainRequest(spec, args.algo, args.run, command=prog, env=env), args
+        request = TrainRequest(spec, args.algo, args.run, command=prog, env=env, network=network)
+        return request, args
     fields = dataclasses.fields(cfg)
     changed = [f.name for f in fields if getattr(cfg, f.name) != getattr(args.algo, f.name)]
     fixed = [name for name in changed if name != "total_timesteps"]
@@ -165,6 +170,7 @@ def request_from(spec: AlgoSpec, argv: Sequence[str], prog: str) -> tuple[TrainR
             budget_from=budget_from,
             command=prog,
             env=env,
+            network=network,
         ),
         args,
     )
@@ -189,6 +195,23 @@ def saved_env(args: Any, saved: Any, argv: Sequence[str]) -> Any:
     if args.algo.env != saved.env:  # --config with --env: a new run on the environment named
         return None
     return recorded_env(Path(source), saved.env, peek(argv, "--env"), args.trust_run_code)
+
+
+def saved_network(args: Any, saved: Any, argv: Sequence[str]) -> Any:
+    """The module of a network of the user's that a configuration from ``--resume`` or
+    ``--config`` keeps (``trust.recorded_network``); None otherwise (one named by ``--network``
+    now is found where the algorithm is built).
+
+    Raises:
+        UntrustedCodeError: a saved ``module:attr`` that ``--network`` does not name again,
+            without ``--trust-run-code``; nothing of it was imported.
+    """
+    source = args.resume or args.config
+    recorded = network_of(saved)
+    if source is None or network_of(args.algo) != recorded:
+        return None
+    named = peek(argv, "--network")
+    return recorded_network(Path(source), recorded, named, args.trust_run_code)
 
 
 def format_config(cfg: Any) -> str:

@@ -2,8 +2,10 @@
 
 Every network takes observations with exactly one leading batch axis, ``[N, *obs_shape]``.
 A torso maps them to features ``[N, F]``; heads map features to a distribution or a value.
-The torso follows the observations: stacked uint8 frames ``[C, H, W]`` (Atari) get the Nature
-CNN, everything else an MLP. ``dtype`` is the compute precision; parameters and everything a
+The torso follows ``network``: purerl's own (``mlp``: stacked uint8 frames ``[C, H, W]``, as
+Atari's, get the Nature CNN, everything else an MLP; ``gru`` and ``lstm`` add a recurrent cell)
+or the user's flax module, of which every network that needs a torso gets a copy with its own
+parameters (``make_torso``). ``dtype`` is the compute precision; parameters and everything a
 head returns stay float32, so losses are computed in float32 either way.
 """
 
@@ -17,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.config import RECURRENT
 from purerl.core.distributions import Categorical, DiagGaussian, Distribution, SquashedGaussian
 from purerl.core.env import ActionSpace, Box, Discrete, EnvSpec
 from purerl.core.ops.conv import conv2d
@@ -193,8 +196,9 @@ class ActorCritic(nn.Module):
         return self.value_head(torso(obs))
 
 
-RECURRENT = ("gru", "lstm")
-"""Recurrent torsos (``--network``): a flax GRU cell, or its LSTM cell."""
+Torso = str | nn.Module
+"""``network``: one of purerl's torsos by name (``mlp``; ``gru`` or ``lstm``, a flax GRU cell or
+its LSTM cell, in ``RECURRENT``), or the user's module mapping observations to features."""
 
 
 def initial_hidden(kind: str, size: int, batch: int) -> Any:
@@ -309,8 +313,18 @@ def make_torso(
     activation: str,
     precision: str,
     layer_norm: bool = False,
-):
-    """The Nature CNN for pixels, else an MLP of ``hidden_sizes``."""
+    network: Torso = "mlp",
+) -> nn.Module:
+    """A feed-forward torso: a fresh copy of the user's module ``network`` (so that each network
+    using it has its own parameters); for ``mlp`` the Nature CNN for pixels, else an MLP of
+    ``hidden_sizes``."""
+    if isinstance(network, nn.Module):
+        return network.clone()
+    if network != "mlp":
+        raise ValueError(
+            f"network {network!r} names a torso of yours: build with its module (AlgoSpec.make "
+            "finds it)"
+        )
     dtype = PRECISIONS[precision]
     if is_pixels(spec):
         return NatureCNN(dtype, layer_norm)
@@ -339,25 +353,28 @@ def make_actor_critic(
     activation: str,
     precision: str = "fp32",
     layer_norm: bool = False,
-    network: str = "mlp",
+    network: Torso = "mlp",
     rnn_size: int = 128,
 ) -> ActorCritic | RecurrentActorCritic:
-    """Separate MLP torsos for actor and critic, or one shared CNN torso for pixels; with a
-    recurrent ``network``, one shared recurrent torso (``make_recurrent_torso``)."""
+    """Separate torsos for actor and critic (MLPs, or copies of the user's module), or one
+    shared CNN torso for pixels; with a recurrent ``network``, one shared recurrent torso
+    (``make_recurrent_torso``)."""
     if not isinstance(spec.action_space, Discrete | Box):
         raise TypeError(f"unsupported action space {spec.action_space}")
-    if network != "mlp":
+    if isinstance(network, str) and network in RECURRENT:
         torso = make_recurrent_torso(
             spec, hidden_sizes, activation, precision, layer_norm, network, rnn_size
         )
         return RecurrentActorCritic(spec.action_space, torso)
 
     def torso():
-        return make_torso(spec, hidden_sizes, activation, precision, layer_norm)
+        return make_torso(spec, hidden_sizes, activation, precision, layer_norm, network)
 
     actor = torso()
-    critic = None if is_pixels(spec) else torso()
-    return ActorCritic(spec.action_space, actor_torso=actor, critic_torso=critic)
+    shared = is_pixels(spec) and not isinstance(network, nn.Module)
+    return ActorCritic(
+        spec.action_space, actor_torso=actor, critic_torso=None if shared else torso()
+    )
 
 
 def make_q_network(
@@ -366,19 +383,19 @@ def make_q_network(
     activation: str,
     precision: str = "fp32",
     layer_norm: bool = False,
-    network: str = "mlp",
+    network: Torso = "mlp",
     rnn_size: int = 128,
 ) -> QNetwork | RecurrentQNetwork:
     """A Q-network (recurrent for a recurrent ``network``); value-based methods need a discrete
     action space."""
     if not isinstance(spec.action_space, Discrete):
         raise TypeError(f"a Q-network needs discrete actions, got {spec.action_space}")
-    if network != "mlp":
+    if isinstance(network, str) and network in RECURRENT:
         torso = make_recurrent_torso(
             spec, hidden_sizes, activation, precision, layer_norm, network, rnn_size
         )
         return RecurrentQNetwork(spec.action_space.num_actions, torso)
-    torso = make_torso(spec, hidden_sizes, activation, precision, layer_norm)
+    torso = make_torso(spec, hidden_sizes, activation, precision, layer_norm, network)
     return QNetwork(spec.action_space.num_actions, torso)
 
 
@@ -431,15 +448,20 @@ class DeterministicActor(nn.Module):
 
 
 class Critic(nn.Module):
-    """``Q(s, a)`` ``[N]`` from an MLP over the concatenated observation and action."""
+    """``Q(s, a)`` ``[N]`` from an MLP over the concatenated observation (or a torso's features
+    of it) and action."""
 
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
     dtype: Any = jnp.float32
+    torso: nn.Module | None = None
+    """The user's torso, reading the observation before the action joins it (None: the
+    observation as it is, flattened)."""
 
     @nn.compact
     def __call__(self, obs: Array, action: Array) -> Array:
-        x = jnp.concatenate([obs.reshape(obs.shape[0], -1), action.astype(jnp.float32)], axis=-1)
+        x = obs.reshape(obs.shape[0], -1) if self.torso is None else self.torso(obs)
+        x = jnp.concatenate([x, action.astype(jnp.float32)], axis=-1)
         # Flax's default init, as CleanRL and sbx keep their frameworks' defaults (orthogonal
         # init, a QR per matrix, would also sit under two vmaps here: seeds and critics).
         mlp = MLP(tuple(self.hidden_sizes), self.activation, self.dtype, orthogonal_init=False)
@@ -449,12 +471,15 @@ class Critic(nn.Module):
 
 class Critics(nn.Module):
     """An ensemble of ``num_critics`` independent critics (twin critics for 2), evaluated in one
-    vmapped pass: ``Q_e(s, a)`` ``[E, N]``. Parameters carry a leading ``[E]`` axis."""
+    vmapped pass: ``Q_e(s, a)`` ``[E, N]``. Parameters carry a leading ``[E]`` axis (a ``torso``'s
+    too: each critic has its own)."""
 
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
     dtype: Any = jnp.float32
     num_critics: int = 2
+    torso: nn.Module | None = None
+    """The user's torso (``Critic.torso``), its parameters one copy per critic."""
 
     @nn.compact
     def __call__(self, obs: Array, action: Array) -> Array:
@@ -465,7 +490,8 @@ class Critics(nn.Module):
             in_axes=None,
             axis_size=self.num_critics,
         )
-        return ensemble(tuple(self.hidden_sizes), self.activation, self.dtype)(obs, action)
+        critic = ensemble(tuple(self.hidden_sizes), self.activation, self.dtype, self.torso)
+        return critic(obs, action)
 
 
 def make_continuous_nets(
@@ -474,15 +500,21 @@ def make_continuous_nets(
     activation: str,
     precision: str = "fp32",
     stochastic: bool = True,
+    network: Torso = "mlp",
 ) -> tuple[nn.Module, Critics]:
     """An actor (squashed Gaussian when ``stochastic``, else deterministic) and twin critics,
-    each with its own MLP of ``hidden_sizes`` (vector observations only), all with flax's
-    default initialisation."""
+    each with its own MLP of ``hidden_sizes``, all with flax's default initialisation. With the
+    user's module as ``network``, the actor's torso and each critic's, before its MLP, are
+    copies of it; purerl's own (``mlp``) take vector observations only."""
     box_dim(spec)
+    dtype = PRECISIONS[precision]
+    actor_cls = SquashedGaussianActor if stochastic else DeterministicActor
+    if isinstance(network, nn.Module):
+        critics = Critics(tuple(hidden_sizes), activation, dtype, torso=network.clone())
+        return actor_cls(spec.action_space, network.clone()), critics
+    if network != "mlp":
+        raise ValueError(f"continuous-action networks take mlp or a module, got {network!r}")
     if is_pixels(spec):
         raise TypeError("continuous-action networks take vector observations, not pixels")
-
-    dtype = PRECISIONS[precision]
     torso = MLP(tuple(hidden_sizes), activation, dtype, orthogonal_init=False)
-    actor_cls = SquashedGaussianActor if stochastic else DeterministicActor
     return actor_cls(spec.action_space, torso), Critics(tuple(hidden_sizes), activation, dtype)

@@ -25,19 +25,15 @@ import dataclasses
 import functools
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 
+from purerl.config import MODULE_ATTR, OBJECT_PREFIX
 from purerl.core.env import Environment, EnvSpec, InvalidEnvError, Step
 
-OBJECT_PREFIX = "object:"
-"""Ids of environments given as objects: ``object:<module>.<qualified class name>``."""
-DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
-FACTORY_SYNTAX = re.compile(rf"({DOTTED}):({DOTTED})")
 EXAMPLE = "mypackage.envs:make_env"
 INTERFACE = ("reset", "step", "observation_space", "action_space")
 
@@ -112,7 +108,7 @@ def load_factory(env_id: str, search_cwd: bool = True) -> Callable[[], Any]:
         InvalidEnvError: bad syntax, a module that cannot be imported, a missing attribute, or
             one that is not callable.
     """
-    match = FACTORY_SYNTAX.fullmatch(env_id)
+    match = MODULE_ATTR.fullmatch(env_id)
     if match is None:
         raise InvalidEnvError(
             f"environment {env_id!r} is neither a registered id nor module:factory, e.g. {EXAMPLE} "
@@ -133,21 +129,22 @@ def load_factory(env_id: str, search_cwd: bool = True) -> Callable[[], Any]:
     return factory
 
 
-def import_module(name: str, env_id: str, search_cwd: bool = True) -> Any:
-    """Imports ``name``; with ``search_cwd``, from the current directory too (the console
-    script's ``sys.path`` lacks it, ``python -m purerl``'s has it)."""
+def import_module(
+    name: str, env_id: str, search_cwd: bool = True, error: type[Exception] = InvalidEnvError
+) -> Any:
+    """Imports ``name`` for ``env_id`` (a ``module:attr`` naming it); with ``search_cwd``, from
+    the current directory too (the console script's ``sys.path`` lacks it, ``python -m
+    purerl``'s has it). A failure raises ``error``, one line naming ``env_id``."""
     try:
         with current_directory_importable(search_cwd):
             return importlib.import_module(name)
     except ModuleNotFoundError as err:
         if err.name is not None and (name + ".").startswith(err.name + "."):
             where = "put its directory on PYTHONPATH" + (" or run from it" if search_cwd else "")
-            raise InvalidEnvError(f"{env_id}: no module named {err.name!r}; {where}") from None
-        raise InvalidEnvError(f"{env_id}: importing {name} failed: {err}") from err
+            raise error(f"{env_id}: no module named {err.name!r}; {where}") from None
+        raise error(f"{env_id}: importing {name} failed: {err}") from err
     except (Exception, SystemExit) as err:
-        raise InvalidEnvError(
-            f"{env_id}: importing {name} raised {type(err).__name__}: {err}"
-        ) from err
+        raise error(f"{env_id}: importing {name} raised {type(err).__name__}: {err}") from err
 
 
 @contextlib.contextmanager

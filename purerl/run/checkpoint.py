@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import logging
 import math
@@ -49,6 +50,7 @@ from purerl.run.rundir import (
     checkpoints_dir,
     complete_checkpoints,
     damaged_files,
+    json_ready,
     read_checksums,
     saving_checkpoint_path,
     seal_checkpoint,
@@ -415,6 +417,17 @@ BUDGET_FIELDS = frozenset({"total_timesteps"})
 """Configuration fields a checkpoint may differ in from its run (``--resume`` extends them)."""
 
 
+def added_fields(algo: str, saved: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``algo``'s configuration that a checkpoint's ``saved`` configuration lacks,
+    at their defaults (as JSON holds them): added to purerl after the checkpoint was written (DQN's
+    ``network``), they read as the run's ``config.json`` reads, and the run resumes."""
+    from purerl import algos
+
+    fields = dataclasses.fields(algos.get(algo).config_cls)
+    missing = [f for f in fields if f.name not in saved and f.default is not dataclasses.MISSING]
+    return json_ready({f.name: f.default for f in missing})
+
+
 def _check_identity(record: CheckpointRecord, expected: RunIdentity, where: str) -> None:
     """Raises ``CheckpointError`` unless ``record`` is of this format and carries the identity
     ``expected``."""
@@ -435,7 +448,7 @@ def _check_identity(record: CheckpointRecord, expected: RunIdentity, where: str)
             f"{where} was written with {layout['devices']} device(s) in {layout['mode']} mode; "
             f"resume with --parallel {layout['mode']} --num-devices {layout['devices']}"
         )
-    saved, wanted = record.config, expected.config
+    saved, wanted = {**added_fields(record.algo, record.config), **record.config}, expected.config
     # The budget is not what makes a checkpoint a run's own: a resume may extend it.
     differ = sorted(
         k for k in (set(saved) | set(wanted)) - BUDGET_FIELDS if saved.get(k) != wanted.get(k)

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl import algos, envs
-from purerl.algos import Algo, AlgoSpec
+from purerl.algos import Algo, AlgoSpec, torso
 from purerl.config import ConfigError
 from purerl.core.program import Agent, EvalFn, evaluation_key, init_agents
 from purerl.core.types import Array, Key, Metrics
@@ -52,20 +52,25 @@ def load_agents(
     env: Any = None,
     trust_run_code: bool = False,
     words: trust.Words = trust.PYTHON,
+    network: Any = None,
 ) -> LoadedAgents:
     """Restores checkpoint ``which`` (``latest``, ``best`` or an update count) of a run, reading
     only: ``latest`` is the newest checkpoint that can be read (``LoadedAgents.skipped`` names
     the newer ones passed over), as a resume would take. ``env`` is the environment object of
     a run trained on one (``cfg.env`` is then ``object:<module>.<class>``), or the run's
-    ``module:factory`` named again; ``trust_run_code`` imports and calls the factory the run
-    names without that (``purerl.run.trust``). ``words``: how the messages say so.
+    ``module:factory`` named again; ``network`` likewise the module object of a run trained
+    with one, or the run's ``module:attr`` named again; ``trust_run_code`` imports and calls
+    the code the run names without that (``purerl.run.trust``). ``words``: how the messages say
+    so.
 
     Raises:
         CheckpointError: no such run (a missing path, a file, a directory without a readable
             config.json), no such checkpoint, or an unreadable or foreign one.
-        UntrustedCodeError: the run names a factory that was neither named again nor trusted.
+        UntrustedCodeError: the run names a factory or network that was neither named again
+            nor trusted.
         ConfigError: the run's configuration names an algorithm that is not registered or
-            values this version does not accept; ``env`` missing, or not the run's.
+            values this version does not accept; ``env`` or ``network`` missing, or not the
+            run's.
     """
     run_dir = Path(run_dir)
     checkpoint.require_run_dir(run_dir)
@@ -79,10 +84,12 @@ def load_agents(
         env = trust.recorded_env(run_dir, cfg.env, env, trust_run_code, words)
     else:
         check_env_object(run_dir, cfg.env, env)
+    recorded = torso.network_of(cfg)
+    network = trust.recorded_network(run_dir, recorded, network, trust_run_code, words)
     # A data-parallel run's replicas each stepped num_envs / D environments; the agents read
     # back keep those shapes (evaluation plays environments of its own).
     replicas = checkpoint.data_parallel_replicas(run_dir, which) or 1
-    algo = spec.make(cfg, env, cfg.num_envs // replicas).algo
+    algo = spec.make(cfg, env, cfg.num_envs // replicas, network=network).algo
     fresh = init_agents(algo, [cfg.seed + i for i in range(cfg.num_seeds)])
     identity = rundir.run_identity(spec.name, cfg)
     step, snapshot, skipped = checkpoint.restore_named(run_dir, which, fresh, identity)

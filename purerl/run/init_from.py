@@ -53,7 +53,12 @@ def initial_snapshot(setup: Any, source: str, sinks: Any = ()) -> Snapshot:
     env = setup.request.env
     if isinstance(env, Factory):
         env = env.env_id
-    loaded = load_agents(run_dir, which, env=env)
+    # Likewise the network: the module object this run was given, or the module:attr it names.
+    network = None
+    if setup.request.network is not None:
+        user_object = cfg.network.startswith("object:")
+        network = setup.request.network if user_object else cfg.network
+    loaded = load_agents(run_dir, which, env=env, network=network)
     if loaded.spec.name != spec.name:
         raise ConfigError(
             f"--init-from {source} is a {loaded.spec.name} run; a {spec.name} run starts only "

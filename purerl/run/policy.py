@@ -132,6 +132,7 @@ def load(
     greedy: bool = True,
     env: Any = None,
     trust_run_code: bool = False,
+    network: Any = None,
 ) -> Policy:
     """The trained policy of a run directory's checkpoint (``latest``, ``best`` or an update
     count, as a string or an int), for seed ``seed_index`` of the run. ``latest`` is the newest
@@ -142,13 +143,16 @@ def load(
     as ``env``; a run on a ``module:factory`` needs that string again as ``env`` (the module is
     then looked for on ``sys.path`` and in the current directory), or ``trust_run_code=True``,
     which imports and calls the factory the run's config.json names, from ``sys.path`` as it is:
-    only for runs you trust.
+    only for runs you trust. A network of yours likewise: the module object again as
+    ``network`` for a run trained with one, or the run's ``module:attr`` string again (or
+    ``trust_run_code=True``).
 
     Raises:
         CheckpointError: no such run or checkpoint, or an unreadable one.
-        UntrustedCodeError: a run on a factory, with neither ``env`` nor ``trust_run_code``.
-        ConfigError: ``checkpoint`` neither of those; ``env`` missing for a run trained on an
-            object, or not that run's.
+        UntrustedCodeError: a run on a factory (or a ``module:attr`` network), with neither
+            ``env`` (``network``) nor ``trust_run_code``.
+        ConfigError: ``checkpoint`` neither of those; ``env`` or ``network`` missing for a run
+            trained on an object, or not that run's.
     """
     from purerl.run.evaluate import load_agents
 
@@ -158,7 +162,7 @@ def load(
         raise ConfigError(
             f"checkpoint must be 'latest', 'best' or an update count, got {checkpoint!r}"
         )
-    run = load_agents(Path(run_dir), checkpoint, env, trust_run_code)
+    run = load_agents(Path(run_dir), checkpoint, env, trust_run_code, network=network)
     for err in run.skipped:
         warnings.warn(f"skipped checkpoint {err.step}: {err.reason}", stacklevel=2)
     return Policy.from_agents(run.spec, run.cfg, run.algo, run.agents, seed_index, greedy)

@@ -56,6 +56,10 @@ class TrainRequest:
     """An environment object (or ``(env, params)``) to train on, built instead of ``cfg.env``
     (which names it, ``object:<module>.<class>``), or the factory ``cfg.env`` names, imported
     because the user vouched for it (``purerl.run.trust``)."""
+    network: Any = None
+    """The user's flax module ``cfg.network`` names: given as an object (``object:<module>.
+    <class>``), or a recorded ``module:attr`` imported because the user vouched for it; None:
+    ``AlgoSpec.make`` finds it (``purerl.algos.torso``)."""
 
     def resume_hint(self, run_dir: Path) -> str:
         return f"{self.command or 'purerl train ' + self.spec.name} --resume {run_dir}"
@@ -125,7 +129,7 @@ def prepare(request: TrainRequest) -> Setup:
     data_parallel = placement is not None and placement.mode == "data"
     num_envs = cfg.num_envs // placement.num_devices if data_parallel else None
     axis_name = placement.axis_name if placement else None
-    env, algo = spec.make(cfg, request.env, num_envs, axis_name)
+    env, algo = spec.make(cfg, request.env, num_envs, axis_name, request.network)
     if placement is not None and not env.pure:
         raise ConfigError(
             f"{cfg.env} runs on EnvPool, whose simulators live in this process: use one device "
@@ -133,7 +137,9 @@ def prepare(request: TrainRequest) -> Setup:
         )
     # The device axis exists only inside shard_map: the state's shapes are traced, and the
     # evaluation's policy acts, without it.
-    local_algo = algo if axis_name is None else spec.make(cfg, request.env, num_envs).algo
+    local_algo = algo
+    if axis_name is not None:
+        local_algo = spec.make(cfg, request.env, num_envs, network=request.network).algo
     shapes = jax.eval_shape(local_algo.init, jax.random.key(0))
     state_bytes = {name: tree_bytes(getattr(shapes, name)) for name in shapes._fields}
     check_memory(cfg, devices[0], placement, state_bytes)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from purerl import algos, envs
-from purerl.config import ConfigError
+from purerl.config import ConfigError, Network
 from purerl.core.loop import Evaluation, train
 from purerl.core.program import (
     init_agent,
@@ -25,7 +25,7 @@ from purerl.core.program import (
     over_seeds,
 )
 from purerl.run.evaluate import make_evaluation
-from tests.helpers import as_numpy, leaves_equal
+from tests.helpers import TINY_TORSO, as_numpy, leaves_equal
 
 RECURRENT = {"ppo+gru": ("ppo", "gru"), "pqn+lstm": ("pqn", "lstm")}
 """Recurrent variants of the smoke configs, checked like the algorithms themselves."""
@@ -217,6 +217,8 @@ def candidates(cfg, field: str, hint) -> list:
         params = dataclasses.asdict(envs.make(cfg.env).default_params)
         numbers = {k: v for k, v in params.items() if isinstance(v, float) and v > 0}
         return [(f"{k}={2 * v}",) for k, v in numbers.items()]
+    if field == "network":  # purerl's torsos (those the algorithm takes), and one of the user's
+        return [c for c in (*typing.get_args(Network), TINY_TORSO) if c != value]
     if origin is typing.Literal:
         return [c for c in typing.get_args(hint) if c != value]
     if hint is bool:

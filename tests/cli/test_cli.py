@@ -93,7 +93,7 @@ def test_default_run_dir_goes_under_runs(tmp_path, monkeypatch):
         (["--no-such-flag", "1"], "Unrecognized options: --no-such-flag"),
         (["--bogus-flag"], "Unrecognized options: --bogus-flag"),
         (["--lr", "abc"], "Error parsing --lr: could not convert string to float: 'abc'"),
-        (["--network", "rnn"], "Expected one of ('mlp', 'gru', 'lstm')"),
+        (["--network", "rnn"], "--network must be mlp, gru or lstm, or module:attr naming a"),
         (["--network", "gru", "--bptt-len", "5"], "--bptt-len 5 must divide --rollout-len 16"),
         (["--preset", "NoSuchPreset"], "unknown preset 'NoSuchPreset' for ppo; presets:"),
         (["--resume-from", "3"], "--resume-from goes with --resume"),

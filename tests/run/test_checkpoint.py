@@ -271,3 +271,17 @@ def test_a_checkpoint_of_an_older_format_is_refused(tmp_path):
     assert result.code != 0 and "train the run again" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files
+
+
+def test_a_field_added_since_a_checkpoint_reads_as_its_default():
+    """DQN's ``network`` came after runs that lack it: their checkpoints still match the run
+    (whose config.json reads it as ``mlp``), and a run with another value still does not."""
+    from purerl.algos.dqn import DQNConfig
+    from purerl.run.rundir import CheckpointRecord, fields_json, run_identity
+
+    older = {k: v for k, v in fields_json(DQNConfig()).items() if k != "network"}
+    record = CheckpointRecord("dqn", older, None, checkpoint.FORMAT_VERSION, 1, None, [], [], [])
+    checkpoint._check_identity(record, run_identity("dqn", DQNConfig()), "checkpoint 1")
+    other = run_identity("dqn", DQNConfig(network="mymodule:Torso"))
+    with pytest.raises(checkpoint.CheckpointError, match="network: 'mlp' vs 'mymodule:Torso'"):
+        checkpoint._check_identity(record, other, "checkpoint 1")

@@ -294,7 +294,7 @@ def train(
                 done,
                 agents,
                 history.arrays(HISTORY_KEYS),
-                history.mean_final_return(),
+                checkpoint_score(history, evaluated),
                 sessions(),
             )
             last_save = time.perf_counter()
@@ -310,6 +310,16 @@ def train(
         interrupted,
         None if evaluation is None else stack_evaluations(evaluated),
     )
+
+
+def checkpoint_score(history: History, evaluated: list[tuple[int, Metrics]]) -> float | None:
+    """What ``--keep-best`` ranks a checkpoint by: the mean over seeds of the latest evaluation
+    return when the run evaluates, else of the recent training return."""
+    if evaluated:
+        returns = np.asarray(evaluated[-1][1].get("eval/return", np.nan), np.float64)
+        if np.isfinite(returns).any():
+            return float(np.nanmean(returns))
+    return history.mean_final_return()
 
 
 def stack_evaluations(evaluated: list[tuple[int, Metrics]]) -> dict[str, np.ndarray]:

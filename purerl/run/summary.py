@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,8 +94,22 @@ def make_summary(setup: Setup, result: TrainResult, resumed_from: int) -> rundir
         sessions=sessions,
         interrupted=result.interrupted,
         eval_time_s=sum(s.get("eval_time_s", 0.0) for s in sessions),
+        **last_evaluation(result.evaluations),
         device=parallel.memory_report(setup.placement),
     )
+
+
+def last_evaluation(evaluations: dict[str, np.ndarray] | None) -> dict[str, Any]:
+    """``final_eval_return`` and ``final_eval_update`` of the run's last evaluation, if any."""
+    if not evaluations or not len(evaluations.get("update", ())):
+        return {}
+    returns = np.asarray(evaluations["eval/return"], np.float64)[:, -1]
+    if not np.isfinite(returns).any():
+        return {"final_eval_update": int(evaluations["update"][-1])}
+    return {
+        "final_eval_return": float(np.nanmean(returns)),
+        "final_eval_update": int(evaluations["update"][-1]),
+    }
 
 
 def finish(
@@ -133,6 +148,8 @@ def finish(
 def final_line(summary: rundir.Summary, run_dir: Path) -> str:
     mean, std = summary.final_mean_return, summary.final_std_return
     ret = "no finished episode" if mean is None else f"{mean:.1f} +- {std:.1f}"
+    if summary.final_eval_return is not None:
+        ret += f", evaluation {summary.final_eval_return:.1f} (update {summary.final_eval_update})"
     return (
         f"final mean return {ret} over {summary.num_seeds} seed(s) | "
         f"{summary.total_env_steps:,} steps in {summary.wall_time_s:.1f} s "

@@ -368,6 +368,10 @@ class Summary:
     interrupted: bool = False
     eval_time_s: float = 0.0
     """Seconds spent evaluating (``--eval-every``), compile excluded."""
+    final_eval_return: float | None = None
+    """Mean over seeds of the last evaluation's return (``--eval-every``), else None."""
+    final_eval_update: int | None = None
+    """The update that evaluation followed."""
     device: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Device kind and count, memory in use and at peak, the process's peak resident memory."""
 

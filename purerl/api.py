@@ -15,6 +15,8 @@ configuration); with ``run_dir=`` it writes the usual run directory through the 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -86,9 +88,38 @@ def resolve(
             f"purerl.train({algo!r}) takes no argument {', '.join(unknown)}; configuration: "
             f"{', '.join(sorted(cfg_fields))}; run options: {', '.join(sorted(opt_fields))}"
         )
-    cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if k in cfg_fields})
-    options = options_for(spec)(**{k: v for k, v in overrides.items() if k in opt_fields})
+    overrides = {name: plain(value) for name, value in overrides.items()}
+    try:
+        cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if k in cfg_fields})
+        options = options_for(spec)(**{k: v for k, v in overrides.items() if k in opt_fields})
+    except ConfigError as err:
+        err.args = (python_words(str(err), cfg_fields | opt_fields),)
+        raise
     return spec, cfg, options
+
+
+def plain(value: Any) -> Any:
+    """NumPy scalars as Python's, lists as tuples: what a keyword argument obviously means."""
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, list):
+        return tuple(plain(v) for v in value)
+    return value
+
+
+def python_words(message: str, names: set[str]) -> str:
+    """A message written for the command line, with its flags as the keyword arguments they
+    are here (``--num-envs`` -> ``num_envs``)."""
+
+    def word(match: re.Match) -> str:
+        name = match.group(1).replace("-", "_")
+        return name if name in names else match.group(0)
+
+    return re.sub(r"--([a-z][a-z0-9-]*)", word, message)
 
 
 def train(
@@ -126,7 +157,11 @@ def train(
         NonFiniteLossError: training diverged.
     """
     if run_dir is not None:
+        if not isinstance(run_dir, str | os.PathLike):
+            raise ConfigError(f"run_dir takes a path (str or pathlib.Path), got {run_dir!r}")
         overrides["run_dir"] = str(run_dir)
+    if not isinstance(progress, bool | np.bool_):
+        raise ConfigError(f"progress takes True or False, got {progress!r}")
     module = overrides.get("network")
     if module is not None and not isinstance(module, str):
         overrides["network"] = torso.object_id(module)  # the run records it; load asks again

@@ -9,6 +9,8 @@ its ROM, so it is shown when at most ``--atari-detail`` games are listed.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import textwrap
 import warnings
 from collections.abc import Sequence
 from typing import Annotated
@@ -49,6 +51,8 @@ def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
     from purerl.envs.envpool import PREFIX, is_atari
 
     name = env_id.removeprefix(PREFIX)
+    if is_atari(name) and importlib.util.find_spec("envpool") is None:
+        return "-", "unavailable: needs pip install 'purerl[atari]'"
     if is_atari(name):
         obs = "4x84x84 uint8 (frame stack)"
         if not detail:
@@ -64,17 +68,23 @@ def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
             warnings.simplefilter("ignore")
             env = envs.make(env_id, 1)
     except ImportError as err:
-        return "-", f"unavailable: {str(err).splitlines()[0][:60]}"
+        return "-", f"unavailable: {shorten(str(err).splitlines()[0])}"
     except InvalidEnvError as err:  # purerl's own reason, without the id it starts with
         reason = str(err).removeprefix(f"{env_id}: ").splitlines()[0]
-        return "-", f"unavailable: {reason[:70]}"
+        return "-", f"unavailable: {shorten(reason)}"
     except Exception as err:  # a backend that cannot build here (e.g. a missing data set)
-        return "-", f"unavailable: {type(err).__name__}"
+        detail = f"{type(err).__name__}: {str(err).splitlines()[0]}" if str(err) else ""
+        return "-", f"unavailable: {shorten(detail or type(err).__name__)}"
     if hasattr(env, "close"):
         env.close()
     spec = env.spec
     obs = f"{'x'.join(map(str, spec.obs_shape)) or 'scalar'} {spec.obs_dtype}"
     return obs, describe_space(spec.action_space)
+
+
+def shorten(text: str, width: int = 90) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters, marked where cut."""
+    return textwrap.shorten(text, width, placeholder=" ...")
 
 
 def main(argv: Sequence[str], prog: str) -> int:

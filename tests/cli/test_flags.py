@@ -73,3 +73,35 @@ def test_a_closed_pipe_mentions_checkpoints_only_where_runs_are_written(capsys):
     assert "checkpoints" not in one_error_line(capsys)
     assert guarded(closed, owns_process=False, writes_runs=True) == 141
     assert "checkpoints" in one_error_line(capsys)
+
+
+def test_the_python_api_checks_its_arguments_and_words_errors_for_python():
+    import numpy as np
+
+    import purerl
+    from purerl.api import resolve
+    from purerl.config import ConfigError
+
+    with pytest.raises(ConfigError, match="run_dir takes a path"):
+        purerl.train("ppo", run_dir=5)
+    with pytest.raises(ConfigError, match="progress takes True or False"):
+        purerl.train("ppo", progress="yes")
+    with pytest.raises(ConfigError, match=r"^num_envs must be positive, got 0$"):
+        resolve("ppo", None, None, {"num_envs": 0})
+    _, cfg, _ = resolve("ppo", None, None, {"num_envs": np.int64(4), "hidden_sizes": [64, 64]})
+    assert cfg.num_envs == 4 and type(cfg.num_envs) is int and cfg.hidden_sizes == (64, 64)
+
+
+def test_envs_marks_atari_games_unavailable_without_envpool(monkeypatch):
+    import importlib.util
+
+    from purerl.cli.envs import describe_env
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "envpool" else real(name, *a)
+    )
+    assert describe_env("Breakout-v5", True) == (
+        "-",
+        "unavailable: needs pip install 'purerl[atari]'",
+    )

@@ -94,6 +94,10 @@ def run_table_row(run: Run, window: int) -> dict[str, Any]:
     mean, std = final_return(run)
     smoothed_mean, _ = seed_mean_std(moving_average(run.returns, window))
     best = float(np.nanmax(smoothed_mean)) if np.isfinite(smoothed_mean).any() else None
+    if mean is not None and (best is None or mean > best):
+        # The final return averages the last episodes, the curve whole updates: the best of the
+        # run is at least its final return.
+        best = mean
     if run.summary is not None:
         frames = run.summary.total_frames // run.summary.num_seeds
         wall = run.summary.wall_time_s

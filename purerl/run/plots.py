@@ -191,7 +191,8 @@ def compare_runs(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = new_figure()
     for index, run in enumerate(runs):
-        label = f"{run.name} ({run.algo} {run.env}, {run.num_seeds} seeds)"
+        seeds = f"{run.num_seeds} seed{'s' if run.num_seeds != 1 else ''}"
+        label = f"{run.name} ({run.algo} {run.env}, {seeds})"
         if run.status != "finished":
             label += f", {run.status}"
         color = f"C{index % 10}"

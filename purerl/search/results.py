@@ -119,9 +119,8 @@ def write_results(search_dir: Path, spec: SearchSpec, rows: list[Row]) -> Row | 
     from purerl.search.plot import plot_returns
 
     write_csv(search_dir / "results.csv", spec, rows)
-    title = (
-        f"# Search: {spec.algo} on {spec.env}, {len(rows)} configurations x {spec.num_seeds} seeds"
-    )
+    seeds = f"{spec.num_seeds} seed{'s' if spec.num_seeds != 1 else ''}"
+    title = f"# Search: {spec.algo} on {spec.env}, {len(rows)} configurations x {seeds}"
     note = (
         "Final return: mean +- std across seeds of each seed's mean return over its last 100+ "
         "episodes. steps/s: the configuration's share of its program's steps/s."

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from benchmarks.device.bundle import DEFAULT_OUT, ROOT
-from benchmarks.device.checks import purerl_command
+from benchmarks.device.checks import purerl_command, run_command
 
 RETURNED_MIB = 16.0
 """The largest file a device run brings back."""
@@ -100,20 +100,8 @@ class Steps:
 def run(command: list[str], env: dict[str, str], stop_at: float) -> tuple[int, str, float]:
     """Runs ``command`` until it ends or ``stop_at`` (a ``time.monotonic`` value) passes; then
     SIGINT (purerl saves and stops), 45 s later SIGKILL. Returns exit code, output, seconds."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        output, _ = proc.communicate(timeout=max(1.0, stop_at - start))
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            output, _ = proc.communicate(timeout=45)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            output, _ = proc.communicate()
-    return proc.returncode, output, time.monotonic() - start
+    limit = stop_at - time.monotonic()
+    return run_command(command, limit, env, signal.SIGINT, grace_s=45.0, tail_chars=None)
 
 
 def device_header() -> dict:

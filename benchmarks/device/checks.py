@@ -227,26 +227,32 @@ def purerl_command() -> list[str]:
 
 
 def run_command(
-    command: list[str], limit_s: float, env: dict[str, str] | None = None
+    command: list[str],
+    limit_s: float,
+    env: dict[str, str] | None = None,
+    stop_signal: int = signal.SIGTERM,
+    grace_s: float = 20.0,
+    tail_chars: int | None = 4000,
 ) -> tuple[int, str, float]:
-    """Runs ``command``; at ``limit_s`` it gets SIGTERM (purerl saves and stops), 20 s later
-    SIGKILL. It stays in this group's process group, which the parent kills once the group ends,
-    so nothing it started outlives the group. Returns the exit code, the output's tail and the
-    seconds."""
+    """Runs ``command``; at ``limit_s`` it gets ``stop_signal`` (SIGTERM or SIGINT: purerl saves
+    and stops), ``grace_s`` later SIGKILL. It stays in this group's process group, which the
+    parent kills once the group ends, so nothing it started outlives the group. Returns the exit
+    code, the output (its last ``tail_chars``; None: all of it) and the seconds."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
-        output, _ = proc.communicate(timeout=limit_s)
+        output, _ = proc.communicate(timeout=max(1.0, limit_s))
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(stop_signal)
         try:
-            output, _ = proc.communicate(timeout=20)
+            output, _ = proc.communicate(timeout=grace_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             output, _ = proc.communicate()
-    return proc.returncode, output[-4000:], time.perf_counter() - start
+    output = output if tail_chars is None else output[-tail_chars:]
+    return proc.returncode, output, time.perf_counter() - start
 
 
 # ---------------------------------------------------------------- groups

@@ -17,7 +17,8 @@ In order, within ``--budget-s`` seconds of wall time:
    ``run/config.json``, ``run/metrics.jsonl`` and ``run/summary.json`` (a run directory without
    checkpoints, which ``benchmarks.table --import-run`` reads), ``returns_smoothed.png`` and
    ``episode.gif``; when the run did not finish, ``resume.tar.gz`` holds its newest checkpoint
-   too (if under 16 MiB), so that ``purerl train --resume`` can finish it on the next GPU.
+   too (if under 16 MiB), which ``--resume resume.tar.gz`` continues on the next call (with
+   ``--total-timesteps``, a budget longer than one call: SLM Lab's 10M agent steps).
 
 Exit code 0 when the run finished and was evaluated, 1 otherwise (what was reached still comes
 back).
@@ -64,6 +65,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--eval-episodes", type=int, default=8)
     parser.add_argument("--video-steps", type=int, default=1500, help="most steps in the GIF")
     parser.add_argument("--run-dir", default=None, help="where to train (default: a temp dir)")
+    parser.add_argument(
+        "--resume",
+        default=None,
+        metavar="TAR",
+        help="continue the run an earlier call brought back as resume.tar.gz (with "
+        "--total-timesteps, past its budget: a 10M-step run over several calls)",
+    )
     parser.add_argument("--bundle", default=str(DEFAULT_OUT))
     parser.add_argument("--site", default=str(ROOT / "build" / "device-site"))
     parser.add_argument(
@@ -178,12 +186,19 @@ def main(argv: list[str] | None = None) -> int:
 
     scratch = Path(args.run_dir) if args.run_dir else Path(os.environ.get("TMPDIR", "/tmp"))
     run_dir = scratch / f"atari-run-{os.getpid()}" if not args.run_dir else scratch
-    command = [*purerl_command(), "train", "ppo", "--preset", args.preset,
-               "--num-envs", str(args.num_envs), "--seed", str(args.seed),
-               "--run-dir", str(run_dir), "--no-progress"]  # fmt: skip
+    if args.resume:
+        # A run an earlier call stopped: its files and newest checkpoint, continued here.
+        run_dir.mkdir(parents=True)
+        with tarfile.open(args.resume) as archive:
+            archive.extractall(run_dir, filter="data")
+        command = [*purerl_command(), "train", "--resume", str(run_dir), "--no-progress"]
+    else:
+        command = [*purerl_command(), "train", "ppo", "--preset", args.preset,
+                   "--num-envs", str(args.num_envs), "--seed", str(args.seed),
+                   "--run-dir", str(run_dir), "--no-progress"]  # fmt: skip
     if args.total_timesteps:
         command += ["--total-timesteps", str(args.total_timesteps)]
-    if args.dry_run:
+    if args.dry_run and not args.resume:
         command += ["--rollout-len", "16", "--num-minibatches", "2"]
     code, output, seconds = run(command, env, stop_at=deadline - args.reserve_s)
     steps.output("train", " ".join(command) + "\n" + output)

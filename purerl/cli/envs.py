@@ -60,10 +60,14 @@ def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
         env = envs.make(env_id, 1)
     except ImportError as err:
         return "-", f"unavailable: {str(err).splitlines()[0][:60]}"
+    except ConfigError as err:  # one it cannot drive: the reason, shortened
+        return "-", f"unavailable: {str(err).partition(': ')[2][:80]}"
     except Exception as err:  # a backend that cannot build here (e.g. a missing data set)
         return "-", f"unavailable: {type(err).__name__}"
     spec = env.spec
     obs = f"{'x'.join(map(str, spec.obs_shape)) or 'scalar'} {spec.obs_dtype}"
+    if spec.structure is not None:
+        obs = spec.structure.describe()
     return obs, describe_space(spec.action_space)
 
 

@@ -107,7 +107,8 @@ def jumanji_frame(env: Any, params: Any, state: Any) -> np.ndarray | None:
     state = jax.tree.map(jnp.asarray, state)  # the viewers index with .at[]: JAX arrays
     with warnings.catch_warnings():  # showing a figure on a non-interactive backend
         warnings.simplefilter("ignore", UserWarning)
-        return np.asarray(viewer.render(state))[..., :3]
+        # A copy: the viewer's buffer is its canvas, which the next frame draws over.
+        return np.array(viewer.render(state)[..., :3])
 
 
 def xminigrid_reset(env: Any, params: Any, key: Array) -> tuple[Any, Any]:

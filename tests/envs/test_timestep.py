@@ -175,15 +175,22 @@ def test_jumanji_steps_as_jumanji_does_and_draws_its_own_frames():
         assert jax.tree.all(jax.tree.map(np.array_equal, out.obs, expected.observation))
         assert float(out.reward) == float(expected.reward)
         assert bool(out.terminated) == bool(expected.last() & (expected.discount == 0))
-    frame = first_frame("jumanji/Maze-v0")
-    assert frame.shape == (300, 300, 3) and frame.dtype == np.uint8 and frame.std() > 0
+    first, second = two_frames("jumanji/Maze-v0")
+    assert first.shape == (300, 300, 3) and first.dtype == np.uint8 and first.std() > 0
+    assert not np.array_equal(first, second)
 
 
-def first_frame(env_id: str) -> np.ndarray:
-    """The video frame of the first state of environment 0 of two."""
+def two_frames(env_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """Video frames of environment 0 of two, before and after a step (its first legal action;
+    Maze moves, XLand-MiniGrid's 1 turns right), both read after the second was drawn."""
     env = envs.make(env_id, 2)
-    state, _ = env.reset(jax.random.key(0), env.default_params)
-    return render_frame(env, state, env.default_params)
+    params = env.default_params
+    state, obs = env.reset(jax.random.key(0), params)
+    first = render_frame(env, state, params)
+    mask = getattr(obs, "action_mask", None)
+    action = jnp.ones(2, jnp.int32) if mask is None else jnp.argmax(mask, axis=-1)
+    state, _ = env.step(jax.random.key(1), state, action, params)
+    return first, render_frame(env, state, params)
 
 
 @pytest.mark.slow
@@ -202,8 +209,9 @@ def test_xminigrid_steps_as_xminigrid_does_truncates_at_max_steps_and_draws_fram
         expected = native.step(params, expected, jnp.int32(action))
         np.testing.assert_array_equal(out.obs, expected.observation)
     assert bool(out.truncated) and not bool(out.terminated)
-    frame = first_frame("xminigrid/MiniGrid-Empty-5x5")
-    assert frame.shape == (160, 160, 3) and frame.dtype == np.uint8
+    first, second = two_frames("xminigrid/MiniGrid-Empty-5x5")
+    assert first.shape == (160, 160, 3) and first.dtype == np.uint8
+    assert not np.array_equal(first, second)
 
 
 @pytest.mark.slow

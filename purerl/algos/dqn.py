@@ -33,7 +33,7 @@ from purerl.config import (
 )
 from purerl.core import buffers
 from purerl.core.algo import Algo, concrete_hparams, hparams_class
-from purerl.core.distributions import EpsilonGreedy
+from purerl.core.distributions import epsilon_greedy
 from purerl.core.env import Environment
 from purerl.core.nets import QNetwork, make_q_network
 from purerl.core.ops.losses import TDLoss, masked_mean, td_loss
@@ -144,10 +144,11 @@ class DQNState(NamedTuple):
 
 
 def act_epsilon_greedy(
-    network: QNetwork, params: PyTree, epsilon: Array, obs: Array, key: Key
+    network: QNetwork, params: PyTree, epsilon: Array, obs: Array, key: Key, masked: bool = False
 ) -> PolicyStep:
-    """Greedy actions, each replaced by a uniformly random one with probability ``epsilon``."""
-    return PolicyStep(EpsilonGreedy(network.apply(params, obs), epsilon).sample(key))
+    """Greedy actions, each replaced by a uniformly random one with probability ``epsilon``
+    (among the legal ones when ``masked``: the observations carry an action mask)."""
+    return PolicyStep(epsilon_greedy(network.apply(params, obs), epsilon, masked).sample(key))
 
 
 def dqn_loss(
@@ -163,7 +164,8 @@ def dqn_loss(
     """TD loss of a sampled minibatch (leaves ``[N, ...]``) against target-network targets."""
     num = batch.action.shape[0]
     if double_q:
-        both = network.apply(params, jnp.concatenate([batch.obs, batch.next_obs]))
+        obs = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), batch.obs, batch.next_obs)
+        both = network.apply(params, obs)
         q_values, next_q_online = both[:num], jax.lax.stop_gradient(both[num:])
     else:
         q_values, next_q_online = network.apply(params, batch.obs), None
@@ -194,6 +196,7 @@ def make_dqn(
         cfg.network if torso is None else torso,
     )
     env_params = env.default_params if env_params is None else env_params
+    masked = env.spec.masked
     # Reading next observations from the following slot halves the memory of pixel buffers; it
     # is exact where the environment resets on the step after an episode ends.
     lookahead = 1 if env.spec.autoreset == "next_step" else 0
@@ -213,7 +216,7 @@ def make_dqn(
 
     def act(state: DQNState, obs: Array, key: Key, iteration: Array) -> Array:
         epsilon = exploration_rate(cfg, state.hparams, iteration * cfg.env_steps_per_iteration)
-        return act_epsilon_greedy(network, state.params, epsilon, obs, key).action
+        return act_epsilon_greedy(network, state.params, epsilon, obs, key, masked).action
 
     def learn(state: DQNState, key: Key, iteration: Array) -> offpolicy.Learned:
         """One gradient step on a minibatch sampled with ``key``, then the target update."""
@@ -244,7 +247,7 @@ def make_dqn(
 
     def evaluate_act(state: DQNState, obs: Array, key: Key, greedy: bool) -> Array:
         epsilon = 0.0 if greedy else state.hparams.eps_end
-        return act_epsilon_greedy(network, state.params, epsilon, obs, key).action
+        return act_epsilon_greedy(network, state.params, epsilon, obs, key, masked).action
 
     update = offpolicy.make_update(
         cfg.cadence, env, env_params, act, learn, update_metrics, axis_name, lookahead

@@ -137,7 +137,7 @@ def check_env(env: Environment, name: str, discrete: bool = False) -> None:
 
 def init_buffer(cfg: Any, env: Environment, obs: Array, lookahead: int = 0) -> buffers.ReplayBuffer:
     """An empty buffer of ``cfg.buffer_size`` transitions for observations like ``obs``."""
-    num_envs, space = obs.shape[0], env.spec.action_space
+    num_envs, space = jax.tree.leaves(obs)[0].shape[0], env.spec.action_space
     shape = space.shape if isinstance(space, Box) else ()
     action = jnp.zeros((num_envs, *shape), action_dtype(space))
     flags = jnp.zeros((num_envs,), bool)

@@ -29,7 +29,7 @@ from purerl.algos.onpolicy import (
 )
 from purerl.config import Activation, ConfigError, require_unit_interval, traced
 from purerl.core.algo import Algo, hparams_class
-from purerl.core.distributions import EpsilonGreedy
+from purerl.core.distributions import epsilon_greedy
 from purerl.core.env import Environment
 from purerl.core.nets import make_q_network
 from purerl.core.ops.losses import masked_mean, td_loss
@@ -127,13 +127,14 @@ def make_pqn(
     """Builds PQN for a vectorised environment with discrete actions (see ``make_ppo``)."""
     if not env.spec.discrete:
         raise ConfigError(f"PQN needs discrete actions; {env.spec.id} has continuous ones")
+    masked = env.spec.masked
 
     def behaviour(state: OnPolicyState) -> Behaviour:
         # One epsilon per update, from the steps done before it (per agent).
         epsilon = epsilon_at(state.hparams, cfg.total_timesteps, state.step * cfg.batch_size)
 
         def act(q_values: Array, key: Key) -> PolicyStep:
-            return PolicyStep(EpsilonGreedy(q_values, epsilon).sample(key))
+            return PolicyStep(epsilon_greedy(q_values, epsilon, masked).sample(key))
 
         return Behaviour(act, {"optim/epsilon": epsilon})
 
@@ -144,7 +145,7 @@ def make_pqn(
         behaviour=behaviour,
         training_data=training_data,
         loss=pqn_loss,
-        policy=lambda q_values, hparams: EpsilonGreedy(q_values, hparams.eps_end),
+        policy=lambda q_values, hparams: epsilon_greedy(q_values, hparams.eps_end, masked),
         optimizer=cfg.optimizer,
     )
     return make_onpolicy(cfg, env, learner, PQNHparams, env_params, axis_name, torso)

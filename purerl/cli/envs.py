@@ -72,6 +72,8 @@ def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
     except InvalidEnvError as err:  # purerl's own reason, without the id it starts with
         reason = str(err).removeprefix(f"{env_id}: ").splitlines()[0]
         return "-", f"unavailable: {shorten(reason)}"
+    except ConfigError as err:  # one it cannot drive: the reason, shortened
+        return "-", f"unavailable: {shorten(str(err).partition(': ')[2] or str(err))}"
     except Exception as err:  # a backend that cannot build here (e.g. a missing data set)
         detail = f"{type(err).__name__}: {str(err).splitlines()[0]}" if str(err) else ""
         return "-", f"unavailable: {shorten(detail or type(err).__name__)}"
@@ -79,6 +81,8 @@ def describe_env(env_id: str, detail: bool) -> tuple[str, str]:
         env.close()
     spec = env.spec
     obs = f"{'x'.join(map(str, spec.obs_shape)) or 'scalar'} {spec.obs_dtype}"
+    if spec.structure is not None:
+        obs = spec.structure.describe()
     return obs, describe_space(spec.action_space)
 
 

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from purerl.core.observations import allowed
 from purerl.core.types import Array, Key
 
 
@@ -61,20 +62,33 @@ Distribution = Categorical | DiagGaussian
 
 class EpsilonGreedy(NamedTuple):
     """The greedy action of ``q_values`` (last axis), replaced by a uniformly random one with
-    probability ``epsilon``; actions are int32."""
+    probability ``epsilon``; actions are int32. With ``legal`` (bool, like ``q_values``, at
+    least one action per row) the random action is uniform over the legal ones; the greedy one
+    is too where the Q-values of illegal actions are masked (``core.observations``)."""
 
     q_values: Array
     epsilon: Array | float
+    legal: Array | None = None
 
     def sample(self, key: Key) -> Array:
         explore_key, random_key = jax.random.split(key)
         shape, num_actions = self.q_values.shape[:-1], self.q_values.shape[-1]
-        random_actions = jax.random.randint(random_key, shape, 0, num_actions, jnp.int32)
+        if self.legal is None:
+            random_actions = jax.random.randint(random_key, shape, 0, num_actions, jnp.int32)
+        else:
+            uniform = jnp.where(self.legal, 0.0, -jnp.inf)
+            random_actions = jax.random.categorical(random_key, uniform).astype(jnp.int32)
         explore = jax.random.uniform(explore_key, shape) < self.epsilon
         return jnp.where(explore, random_actions, self.mode())
 
     def mode(self) -> Array:
         return jnp.argmax(self.q_values, axis=-1).astype(jnp.int32)
+
+
+def epsilon_greedy(q_values: Array, epsilon: Array | float, masked: bool) -> EpsilonGreedy:
+    """``EpsilonGreedy`` over a Q-network's values; ``masked``: the network masks them (its
+    observations carry legal actions), so the random action is drawn among the legal ones."""
+    return EpsilonGreedy(q_values, epsilon, allowed(q_values) if masked else None)
 
 
 def tanh_log_det_jacobian(pre_tanh: Array) -> Array:

@@ -102,8 +102,8 @@ class EnvSpec:
 
     Attributes:
         id: registered id, e.g. ``CartPole-v1``.
-        obs_shape: shape of one observation.
-        obs_dtype: dtype name of observations (``float32``, ``uint8``).
+        obs_shape: shape of one observation (``()`` for a structured one).
+        obs_dtype: dtype name of observations (``float32``, ``uint8``; ``structured``).
         action_space: ``Discrete`` or ``Box``.
         num_envs: parallel environments stepped per call, or None for a single environment.
         frame_skip: emulator frames per environment step (4 on Atari), for frame counts.
@@ -111,6 +111,8 @@ class EnvSpec:
             episode's first observation (``final_obs`` differs from ``obs`` there), or
             ``"next_step"`` when the environment resets on the following step instead (EnvPool):
             then ``final_obs`` equals ``obs`` and the reset step comes back with ``valid`` False.
+        structure: for observations that are dicts, NamedTuples or dataclasses of arrays, their
+            layout (``purerl.core.observations.Structure``); None for one array.
     """
 
     id: str
@@ -120,10 +122,16 @@ class EnvSpec:
     num_envs: int | None = None
     frame_skip: int = 1
     autoreset: Literal["same_step", "next_step"] = "same_step"
+    structure: Any = None
 
     @property
     def discrete(self) -> bool:
         return isinstance(self.action_space, Discrete)
+
+    @property
+    def masked(self) -> bool:
+        """Observations carry the legal actions (``purerl.core.observations``)."""
+        return self.structure is not None and self.structure.masked
 
 
 class Environment(Protocol[S]):

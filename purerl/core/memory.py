@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 
 from purerl.core.nets import RECURRENT, initial_hidden
@@ -106,11 +107,11 @@ class Recurrent(NamedTuple):
 
     def init(self, key: Key, obs: Array, memory: Memory) -> PyTree:
         """Parameters initialised on one step from ``memory``."""
-        return self.network.init(key, memory.hidden, obs[None], memory.start[None])
+        return self.network.init(key, memory.hidden, one_step(obs), memory.start[None])
 
     def step(self, params: PyTree, hidden: PyTree, obs: Array, start: Array) -> tuple[Any, Any]:
         """One step of ``N`` environments: ``(hidden, outputs)``."""
-        hidden, *outputs = self.network.apply(params, hidden, obs[None], start[None])
+        hidden, *outputs = self.network.apply(params, hidden, one_step(obs), start[None])
         return hidden, unpack(outputs)
 
     def act(self, params: PyTree, memory: Memory, obs: Array) -> tuple[PyTree, Any, Array]:
@@ -141,6 +142,11 @@ class Recurrent(NamedTuple):
         data flat in the same (time-major) order."""
         (_, *outputs), flat = replay_sequences(functools.partial(self.network.apply, params), batch)
         return unpack(outputs), flat
+
+
+def one_step(obs: PyTree) -> PyTree:
+    """Observations ``[N, ...]`` (each leaf of a structured one) as a sequence of one step."""
+    return jax.tree.map(lambda x: x[None], obs)
 
 
 def unpack(outputs: list[Any]) -> Any:

@@ -3,10 +3,13 @@
 Every network takes observations with exactly one leading batch axis, ``[N, *obs_shape]``.
 A torso maps them to features ``[N, F]``; heads map features to a distribution or a value.
 The torso follows ``network``: purerl's own (``mlp``: stacked uint8 frames ``[C, H, W]``, as
-Atari's, get the Nature CNN, everything else an MLP; ``gru`` and ``lstm`` add a recurrent cell)
-or the user's flax module, of which every network that needs a torso gets a copy with its own
-parameters (``make_torso``). ``dtype`` is the compute precision; parameters and everything a
-head returns stay float32, so losses are computed in float32 either way.
+Atari's, get the Nature CNN; a structured observation (``core/observations.py``) has each leaf
+encoded and the encodings concatenated before the MLP (``StructuredTorso``); everything else an
+MLP; ``gru`` and ``lstm`` add a recurrent cell) or the user's flax module, of which every
+network that needs a torso gets a copy with its own parameters (``make_torso``). Where
+observations carry an ``action_mask``, policy and Q heads mask illegal actions. ``dtype`` is the
+compute precision; parameters and everything a head returns stay float32, so losses are
+computed in float32 either way.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import numpy as np
 
 from purerl.config import RECURRENT
 from purerl.core.distributions import Categorical, DiagGaussian, Distribution, SquashedGaussian
-from purerl.core.env import ActionSpace, Box, Discrete, EnvSpec
+from purerl.core.env import ActionSpace, Box, Discrete, EnvSpec, InvalidEnvError
+from purerl.core.observations import action_mask, encoder_leaves, mask_values
 from purerl.core.ops.conv import conv2d
 from purerl.core.types import Array
 
@@ -124,6 +128,58 @@ class NatureCNN(nn.Module):
         return nn.LayerNorm(reduction_axes=axes, feature_axes=axes, dtype=self.dtype)(x)
 
 
+class GridCNN(nn.Module):
+    """A small convolutional torso for grids ``[N, H, W, C]`` (channels last, as Jumanji's and
+    XLand-MiniGrid's): two 3x3 ``VALID`` convolutions of 16 and 32 channels, ReLU, flattened."""
+
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, grid: Array) -> Array:
+        x = grid.astype(self.dtype)
+        for features in (16, 32):
+            x = nn.relu(Conv(features, 3, 1, self.dtype)(x))
+        return x.reshape(x.shape[0], -1)
+
+
+GRID_MIN_SIZE = 5
+"""Height and width from which a rank-3 leaf is a grid for ``GridCNN`` (two 3x3 convolutions
+leave it at least 1x1); smaller ones are flattened."""
+
+
+def leaf_encoder(leaf: Array, dtype: Any, layer_norm: bool) -> nn.Module | None:
+    """How ``StructuredTorso`` encodes one leaf ``[N, ...]``: the Nature CNN for stacked uint8
+    frames ``[C, H, W]``, ``GridCNN`` for other rank-3 leaves of at least ``GRID_MIN_SIZE``
+    squares ``[H, W, C]``, None (flattened) for the rest."""
+    shape = leaf.shape[1:]
+    if len(shape) != 3:
+        return None
+    if leaf.dtype == jnp.uint8 and shape[1] >= 36:
+        return NatureCNN(dtype, layer_norm)
+    return GridCNN(dtype) if min(shape[:2]) >= GRID_MIN_SIZE else None
+
+
+class StructuredTorso(nn.Module):
+    """The torso of structured observations (dicts, NamedTuples, pytree dataclasses): each leaf
+    but the ``action_mask`` encoded (``leaf_encoder``: images and grids through convolutions,
+    the rest flattened), the encodings concatenated in the tree's order, then an MLP."""
+
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    dtype: Any = jnp.float32
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: Any) -> Array:
+        parts = []
+        for _, leaf in encoder_leaves(obs):
+            encoder = leaf_encoder(leaf, self.dtype, self.layer_norm)
+            x = leaf.reshape(leaf.shape[0], -1) if encoder is None else encoder(leaf)
+            parts.append(x.astype(self.dtype))
+        mlp = MLP(tuple(self.hidden_sizes), self.activation, self.dtype, self.layer_norm)
+        return mlp(jnp.concatenate(parts, axis=-1))
+
+
 def action_range(space: Box) -> tuple[np.ndarray, np.ndarray]:
     """Middle and half-width of each bounded dimension of ``space`` (0 and 1 where a bound is
     infinite), flat float32 arrays."""
@@ -147,13 +203,15 @@ class PolicyHead(nn.Module):
     action_space: ActionSpace
 
     @nn.compact
-    def __call__(self, features: Array) -> Distribution:
+    def __call__(self, features: Array, mask: Array | None = None) -> Distribution:
+        """The distribution at ``features`` ``[N, F]``; ``mask`` (discrete actions, ``[..., A]``
+        reshaped to ``[N, A]``) leaves only legal actions their probability."""
         # A small final-layer gain starts the policy near uniform (Andrychowicz et al. 2021).
         init = orthogonal(0.01)
         dtype = features.dtype
         if isinstance(self.action_space, Discrete):
             logits = nn.Dense(self.action_space.num_actions, kernel_init=init, dtype=dtype)
-            return Categorical(logits(features).astype(jnp.float32))
+            return Categorical(mask_values(logits(features).astype(jnp.float32), mask))
         action_dim = int(np.prod(self.action_space.shape))
         center, half_width = action_range(self.action_space)
         mean = nn.Dense(action_dim, kernel_init=init, dtype=dtype)(features)
@@ -188,7 +246,7 @@ class ActorCritic(nn.Module):
     def __call__(self, obs: Array) -> tuple[Distribution, Array]:
         features = self.actor_torso(obs)
         critic_features = features if self.critic_torso is None else self.critic_torso(obs)
-        return self.policy(features), self.value_head(critic_features)
+        return self.policy(features, action_mask(obs)), self.value_head(critic_features)
 
     def critic(self, obs: Array) -> Array:
         """The value alone, without computing the policy."""
@@ -244,7 +302,7 @@ class RecurrentTorso(nn.Module):
     @nn.compact
     def __call__(self, hidden: Any, obs: Array, start: Array) -> tuple[Any, Array]:
         steps, batch = start.shape
-        x = self.embed(obs.reshape((steps * batch,) + obs.shape[2:]))
+        x = self.embed(jax.tree.map(lambda o: o.reshape((steps * batch,) + o.shape[2:]), obs))
         scan = nn.scan(
             ResettingCell,
             variable_broadcast="params",
@@ -272,11 +330,12 @@ class RecurrentActorCritic(nn.Module):
 
     def __call__(self, hidden: Any, obs: Array, start: Array) -> tuple[Any, Distribution, Array]:
         hidden, features = self.torso(hidden, obs, start)
-        return hidden, self.policy(features), self.value_head(features)
+        return hidden, self.policy(features, action_mask(obs)), self.value_head(features)
 
 
 class QNetwork(nn.Module):
-    """Action values ``[N, num_actions]`` (float32) from a torso's features."""
+    """Action values ``[N, num_actions]`` (float32) from a torso's features; ``ILLEGAL`` at the
+    actions an observation's ``action_mask`` forbids."""
 
     num_actions: int
     torso: nn.Module
@@ -285,7 +344,7 @@ class QNetwork(nn.Module):
     def __call__(self, obs: Array) -> Array:
         features = self.torso(obs)
         q_values = nn.Dense(self.num_actions, dtype=features.dtype)(features)
-        return q_values.astype(jnp.float32)
+        return mask_values(q_values.astype(jnp.float32), action_mask(obs))
 
 
 class RecurrentQNetwork(nn.Module):
@@ -299,7 +358,7 @@ class RecurrentQNetwork(nn.Module):
     def __call__(self, hidden: Any, obs: Array, start: Array) -> tuple[Any, Array]:
         hidden, features = self.torso(hidden, obs, start)
         q_values = nn.Dense(self.num_actions, dtype=features.dtype)(features)
-        return hidden, q_values.astype(jnp.float32)
+        return hidden, mask_values(q_values.astype(jnp.float32), action_mask(obs))
 
 
 def is_pixels(spec: EnvSpec) -> bool:
@@ -316,8 +375,8 @@ def make_torso(
     network: Torso = "mlp",
 ) -> nn.Module:
     """A feed-forward torso: a fresh copy of the user's module ``network`` (so that each network
-    using it has its own parameters); for ``mlp`` the Nature CNN for pixels, else an MLP of
-    ``hidden_sizes``."""
+    using it has its own parameters); for ``mlp`` the Nature CNN for pixels, a
+    ``StructuredTorso`` for structured observations, else an MLP of ``hidden_sizes``."""
     if isinstance(network, nn.Module):
         return network.clone()
     if network != "mlp":
@@ -326,6 +385,8 @@ def make_torso(
             "finds it)"
         )
     dtype = PRECISIONS[precision]
+    if spec.structure is not None:
+        return StructuredTorso(tuple(hidden_sizes), activation, dtype, layer_norm)
     if is_pixels(spec):
         return NatureCNN(dtype, layer_norm)
     return MLP(tuple(hidden_sizes), activation, dtype, layer_norm)
@@ -361,6 +422,8 @@ def make_actor_critic(
     (``make_recurrent_torso``)."""
     if not isinstance(spec.action_space, Discrete | Box):
         raise TypeError(f"unsupported action space {spec.action_space}")
+    if spec.masked and not spec.discrete:
+        raise InvalidEnvError(f"{spec.id}: an action_mask needs a discrete action space")
     if isinstance(network, str) and network in RECURRENT:
         torso = make_recurrent_torso(
             spec, hidden_sizes, activation, precision, layer_norm, network, rnn_size
@@ -516,5 +579,10 @@ def make_continuous_nets(
         raise ValueError(f"continuous-action networks take mlp or a module, got {network!r}")
     if is_pixels(spec):
         raise TypeError("continuous-action networks take vector observations, not pixels")
+    if spec.structure is not None:
+        raise InvalidEnvError(
+            f"{spec.id}: continuous-action networks take one vector observation, not a "
+            f"structure ({spec.structure.describe()})"
+        )
     torso = MLP(tuple(hidden_sizes), activation, dtype, orthogonal_init=False)
     return actor_cls(spec.action_space, torso), Critics(tuple(hidden_sizes), activation, dtype)

@@ -150,6 +150,11 @@ def remember(memory: Memory | tuple, hidden: PyTree, out: Step, autoreset: str) 
     return Memory(hidden, episode_starts(out, autoreset))
 
 
+def concatenate(first: PyTree, second: PyTree) -> PyTree:
+    """Observations (each leaf of a structured one) joined along their leading axis."""
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), first, second)
+
+
 class RolloutValues(NamedTuple):
     """State values along a rollout, ``[T, B]`` each."""
 
@@ -171,10 +176,10 @@ def rollout_values(
     """
     traj = rollout.transitions
     num_steps, num_envs = traj.reward.shape
-    visited = jnp.concatenate([traj.obs, rollout.obs[None]])
+    visited = concatenate(traj.obs, jax.tree.map(lambda x: x[None], rollout.obs))
     if autoreset == "same_step":
-        visited = jnp.concatenate([visited, traj.final_obs])
-    flat = visited.reshape((-1,) + visited.shape[2:])
+        visited = concatenate(visited, traj.final_obs)
+    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), visited)
     all_values = value_fn(flat).reshape(-1, num_envs)
     values, next_values = all_values[:num_steps], all_values[1 : num_steps + 1]
     if autoreset == "same_step":
@@ -207,8 +212,10 @@ def recurrent_rollout_values(
             rollout.memory.hidden,
         )
         hidden = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), hidden, after)
-        final_obs = traj.final_obs.reshape((num_steps * num_envs,) + traj.final_obs.shape[2:])
-        obs = jnp.concatenate([obs, final_obs])
+        final_obs = jax.tree.map(
+            lambda x: x.reshape((num_steps * num_envs,) + x.shape[2:]), traj.final_obs
+        )
+        obs = concatenate(obs, final_obs)
         start = jnp.concatenate([start, jnp.zeros(num_steps * num_envs, bool)])
     computed = value_fn(hidden, obs, start)
     next_values = jnp.concatenate([values[1:], computed[None, :num_envs]])

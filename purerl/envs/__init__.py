@@ -8,8 +8,10 @@ Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc)
 probe environments (``envs/probes.py``), Snake (``envs/snake.py``), partially observable
 variants of gymnax tasks (``envs/partial.py``), EnvPool's Atari games, MuJoCo tasks and
 classic control (``envs/envpool.py``), Brax's physics environments (``envs/brax.py``) and
-MuJoCo Playground's DeepMind Control suite (``envs/playground.py``), and every id of
-Gymnasium's registry as ``gymnasium/<id>`` (``envs/gymnasium_env.py``).
+MuJoCo Playground's DeepMind Control suite (``envs/playground.py``), Jumanji's and
+XLand-MiniGrid's environments as ``jumanji/<Name>`` and ``xminigrid/<Name>``
+(``envs/timestep.py``), and every id of Gymnasium's registry as ``gymnasium/<id>``
+(``envs/gymnasium_env.py``).
 Your own environments come as ``module:factory`` strings or as objects (``envs/custom.py``).
 Nothing is imported until it is needed: importing this package loads no environment library
 and creates no JAX backend; gymnax's ids are read the first time an id outside the static lists
@@ -184,9 +186,21 @@ def _playground_factory(env_id: str, num_envs: int | None, **options: Any) -> En
     return make_playground(env_id, **options)
 
 
+def _jumanji_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.timestep import make_jumanji
+
+    return make_jumanji(env_id, **options)
+
+
+def _xminigrid_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.timestep import make_xminigrid
+
+    return make_xminigrid(env_id, **options)
+
+
 def _register_static() -> None:
     """Backends whose ids are known without importing anything heavy."""
-    from purerl.envs import brax, playground
+    from purerl.envs import brax, playground, timestep
     from purerl.envs.envpool import ATARI_GAMES, CLASSIC_IDS, PREFIX
     from purerl.envs.mujoco import MUJOCO_IDS, MUJOCO_VIDEO_SIZE
     from purerl.envs.partial import PARTIAL_ENVS
@@ -215,6 +229,12 @@ def _register_static() -> None:
         register(brax.PREFIX + name, EnvEntry(_brax_factory, "Brax"))
     for name in playground.PLAYGROUND_ENVS:
         register(playground.PREFIX + name, EnvEntry(_playground_factory, "MuJoCo Playground"))
+    jumanji = EnvEntry(_jumanji_factory, "Jumanji", needs_reset_wrapper=True)
+    for name in timestep.JUMANJI_ENVS:
+        register(timestep.JUMANJI_PREFIX + name, jumanji)
+    xminigrid = EnvEntry(_xminigrid_factory, "XLand-MiniGrid", needs_reset_wrapper=True)
+    for name in timestep.XMINIGRID_ENVS:
+        register(timestep.XMINIGRID_PREFIX + name, xminigrid)
 
 
 _register_static()
@@ -280,7 +300,8 @@ def make(
             Atari: fields of ``purerl.envs.envpool.AtariProtocol``; for MuJoCo:
             ``purerl.envs.mujoco.MUJOCO_OPTIONS``; for Brax: ``backend``, ``episode_length``
             and the environment's constructor arguments; for MuJoCo Playground: ``episode_length``
-            and ``purerl.envs.playground.CONFIG_OPTIONS``).
+            and ``purerl.envs.playground.CONFIG_OPTIONS``; for Jumanji: its constructor's
+            arguments; for XLand-MiniGrid: fields of its ``EnvParams``).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.

@@ -3,9 +3,10 @@ returns one.
 
 An environment is any object of the gymnax interface (``purerl.envs.gymnax``: ``reset``,
 ``step``, ``observation_space``, ``action_space``, ``default_params``), adapted by the code that
-adapts gymnax's own environments, or an object of purerl's own ``Environment`` interface
-(``purerl.core.env``: a single, pure, auto-resetting environment). An ``(env, params)`` pair
-trains ``env`` with those parameters instead of its ``default_params``.
+adapts gymnax's own environments, an object of Jumanji's timestep interface (``reset``, ``step``,
+``action_spec``: ``purerl.envs.timestep``), adapted as Jumanji's own are, or an object of purerl's
+own ``Environment`` interface (``purerl.core.env``: a single, pure, auto-resetting environment).
+An ``(env, params)`` pair trains ``env`` with those parameters instead of its ``default_params``.
 
 A factory string (``--env mypackage.envs:make_env``) that the user names is imported, and its
 factory called with no arguments, where the environment is built. The module is looked up on
@@ -197,15 +198,20 @@ def adapt(source: Any, env_id: str, **options: Any) -> Environment:
             purerl cannot use (found by tracing them, nothing runs).
         ValueError: ``options`` that its parameters do not take.
     """
+    from purerl.envs import timestep
     from purerl.envs.gymnax import adapt_gymnax
+    from purerl.envs.wrappers import AutoReset
 
     env, params = split(source)
-    if is_purerl_env(env):
+    if is_purerl_env(env) or timestep.is_timestep_env(env):
+        kind = "purerl Environment" if is_purerl_env(env) else "timestep environment"
         if params is not None or options:
             raise InvalidEnvError(
-                f"{env_id}: a purerl Environment keeps its own parameters (default_params); "
-                "give it alone, without params or --env-options"
+                f"{env_id}: a {kind} keeps its own parameters; give it alone, without params or "
+                "--env-options"
             )
+        if timestep.is_timestep_env(env):
+            return AutoReset(timestep.adapt_own(env, env_id))
         check_purerl_env(env, env_id)
         return env
     missing = [name for name in INTERFACE if not callable(getattr(env, name, None))]
@@ -214,8 +220,9 @@ def adapt(source: Any, env_id: str, **options: Any) -> Environment:
     if missing:
         raise InvalidEnvError(
             f"{env_id}: {type(env).__name__} has no {', '.join(missing)}; an environment follows "
-            "the gymnax interface (reset, step, observation_space, action_space, default_params)"
-            " or purerl's Environment (spec, pure, reset, step, default_params)"
+            "the gymnax interface (reset, step, observation_space, action_space, default_params),"
+            " Jumanji's (reset, step, action_spec) or purerl's Environment (spec, pure, reset, "
+            "step, default_params)"
         )
     return adapt_gymnax(env, env.default_params if params is None else params, env_id, **options)
 

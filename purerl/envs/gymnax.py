@@ -239,6 +239,9 @@ def traced(what: str, fn: Any, *args: Any) -> Any:
 
 
 def check_obs(what: str, obs: Any, spec: EnvSpec) -> None:
+    if spec.structure is not None:
+        check_structure(what, obs, spec)
+        return
     if not isinstance(obs, jax.ShapeDtypeStruct):
         kind = type(obs).__name__
         raise InvalidEnvError(
@@ -249,6 +252,19 @@ def check_obs(what: str, obs: Any, spec: EnvSpec) -> None:
         raise InvalidEnvError(
             f"{what} gives observations of shape {tuple(obs.shape)}, but observation_space"
             f"(params).shape is {spec.obs_shape}; make them agree"
+        )
+
+
+def check_structure(what: str, obs: Any, spec: EnvSpec) -> None:
+    """Checks a structured observation against ``spec.structure``, leaf by leaf."""
+    expected = spec.structure
+    leaves, treedef = jax.tree.flatten(obs)
+    shapes = tuple((tuple(leaf.shape), np.dtype(leaf.dtype)) for leaf in leaves)
+    wanted = tuple((leaf.shape, leaf.dtype) for leaf in expected.leaves)
+    if treedef != expected.treedef or shapes != wanted:
+        raise InvalidEnvError(
+            f"{what} gives observations laid out as {jax.tree.map(lambda x: x.shape, obs)}, "
+            f"but the environment's spec says {expected.describe()}; make them agree"
         )
 
 

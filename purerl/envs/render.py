@@ -2,7 +2,8 @@
 
 ``render_frame(env, state, params)`` walks down the wrapper stack to the adapter: Atari shows
 the newest frame of its observation (what the agent sees, 84x84 grayscale); an adapter with its
-own ``render`` draws itself (Snake; Brax through MuJoCo's renderer); gymnax classic-control
+own ``render`` draws itself (Snake; Brax through MuJoCo's renderer; Jumanji and XLand-MiniGrid
+through theirs); gymnax classic-control
 and MinAtar states are drawn here with a few NumPy primitives (gymnax's own visualiser needs
 pygame and builds a Gymnasium environment per frame); anything else gets a bar chart of its
 observation.
@@ -127,7 +128,8 @@ def draw_frame_stack(obs: np.ndarray, scale: int = 2) -> np.ndarray:
 def draw_bars(obs: np.ndarray) -> np.ndarray:
     """Any observation as bars of its (flattened, squashed) values around a middle line."""
     image = _canvas()
-    values = np.tanh(np.asarray(obs, np.float32).ravel()[:64])
+    leaves = [np.asarray(leaf, np.float32).ravel() for leaf in jax.tree.leaves(obs)]
+    values = np.tanh(np.concatenate(leaves)[:64])
     width = FRAME_SHAPE[1] / max(len(values), 1)
     middle = FRAME_SHAPE[0] / 2
     for i, v in enumerate(values):
@@ -170,8 +172,9 @@ def render_frame(env: Any, state: Any, params: Any, obs: Any = None, index: int 
     base, inner = adapter_state(env, state, index)
     if getattr(base, "atari", False) and obs is not None:
         return draw_frame_stack(jax.device_get(obs))
-    if hasattr(base, "render"):
-        return np.asarray(base.render(inner))
+    frame = base.render(inner) if hasattr(base, "render") else None
+    if frame is not None:
+        return np.asarray(frame)
     env_id = base.spec.id
     if env_id in DRAWERS:
         return DRAWERS[env_id](jax.device_get(inner), jax.device_get(params))

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from purerl.core import stats
-from purerl.core.env import Box, Environment, EnvSpec, Step
+from purerl.core.env import Box, Environment, EnvSpec, InvalidEnvError, Step
 from purerl.core.ops.normalize import (
     RunningMeanStd,
     init_running_stats,
@@ -65,7 +65,8 @@ class AutoReset(Wrapper):
         reset_state, reset_obs = self.env.reset(reset_key, params)
         done = step.terminated | step.truncated
         state = jax.tree.map(lambda r, s: jnp.where(done, r, s), reset_state, state)
-        return state, step._replace(obs=jnp.where(done, reset_obs, step.obs), final_obs=step.obs)
+        obs = jax.tree.map(lambda r, o: jnp.where(done, r, o), reset_obs, step.obs)
+        return state, step._replace(obs=obs, final_obs=step.obs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +205,11 @@ class NormalizeObservation(Wrapper):
     def __post_init__(self):
         if self.env.spec.num_envs is None:
             raise TypeError("NormalizeObservation needs a vectorised environment")
+        if self.env.spec.structure is not None:
+            raise InvalidEnvError(
+                f"--normalize-obs standardises one array; {self.env.spec.id} gives structured "
+                "observations"
+            )
 
     @property
     def spec(self) -> EnvSpec:

@@ -273,7 +273,12 @@ def record_episode(
     end = int(np.argmax(done)) if done.any() else None
     count = max_steps if end is None else end + 1
     frames = [
-        render_frame(env, jax.tree.map(lambda x, t=t: x[t], states), params, observations[t][0])
+        render_frame(
+            env,
+            jax.tree.map(lambda x, t=t: x[t], states),
+            params,
+            jax.tree.map(lambda x, t=t: x[t][0], observations),
+        )
         for t in range(count)
     ]
     if end is None:

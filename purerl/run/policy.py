@@ -4,6 +4,10 @@
 >>> action = policy(obs)               # one observation [*obs_shape] -> one action
 >>> actions = policy(batch_of_obs)     # [B, *obs_shape] -> [B, ...]
 
+A structured observation (a dict, NamedTuple or dataclass of arrays) is given as the
+environment gives it, each leaf with or without the batch axis; where it carries an
+``action_mask``, only legal actions are chosen.
+
 Observations are raw, as the environment emits them: a policy trained with
 ``normalize_obs`` standardises them with the statistics it was trained with. NumPy in gives
 NumPy out, so the policy drives any simulator.
@@ -35,7 +39,8 @@ class Policy:
     """One trained agent's policy.
 
     Args of ``__call__``:
-        obs: one observation ``[*obs_shape]`` or a batch ``[B, *obs_shape]``.
+        obs: one observation ``[*obs_shape]`` or a batch ``[B, *obs_shape]`` (every leaf of a
+            structured one alike).
         key: for sampled actions (``greedy=False``); default: an internal key stream.
         greedy: the most likely action (default: the policy's setting), else sampled as in
             training.
@@ -47,13 +52,14 @@ class Policy:
         config: Any,
         algo: Algo,
         state: Any,
-        obs_shape: tuple,
+        obs_shape: Any,
         greedy: bool = True,
     ):
         self.spec = spec
         self.config = config
         self.state = state
-        self.obs_shape = tuple(obs_shape)
+        self.obs_shape = obs_shape
+        """One observation's shape, or a tree of them for a structured observation."""
         self.greedy = greedy
         env_state = state.env_state
         self.obs_stats = env_state.obs_stats if isinstance(env_state, NormalizeObsState) else None
@@ -101,28 +107,51 @@ class Policy:
         if not 0 <= seed_index < num_seeds:
             raise IndexError(f"seed_index must lie in [0, {num_seeds}), got {seed_index}")
         state = jax.tree.map(lambda x: x[seed_index], agents.state)
-        obs_shape = state.obs.shape[1:]  # every algorithm state holds its next obs [B, ...]
+        # Every algorithm state holds its next observations [B, ...].
+        obs_shape = jax.tree.map(lambda x: tuple(x.shape[1:]), state.obs)
         return cls(spec, config, algo, state, obs_shape, greedy)
+
+    def batched(self, obs: Any) -> tuple[Any, bool]:
+        """``obs`` as arrays with a batch axis, and whether it came with one.
+
+        Raises:
+            ValueError: observations of another structure or shape than the policy's.
+        """
+        shapes, treedef = jax.tree.flatten(self.obs_shape, is_leaf=is_shape)
+        leaves = [obs]
+        if not jax.tree_util.treedef_is_leaf(treedef):
+            leaves, given = jax.tree.flatten(obs)
+            if given != treedef:
+                raise ValueError(f"observations must be laid out as {self.obs_shape}")
+        leaves = [jax.numpy.asarray(leaf) for leaf in leaves]
+        batch = leaves[0].ndim > len(shapes[0])
+        for leaf, shape in zip(leaves, shapes, strict=True):
+            if leaf.shape[leaf.ndim - len(shape) :] != shape or leaf.ndim != len(shape) + batch:
+                raise ValueError(f"observations must end in shape {shape}, got {leaf.shape}")
+        leaves = leaves if batch else [leaf[None] for leaf in leaves]
+        return jax.tree.unflatten(treedef, leaves), batch
 
     def __call__(self, obs: Any, key: Key | None = None, greedy: bool | None = None) -> Any:
         greedy = self.greedy if greedy is None else greedy
-        as_numpy = not isinstance(obs, jax.Array)
-        batch = np.ndim(obs) > len(self.obs_shape)
-        obs = jax.numpy.asarray(obs)
-        if obs.shape[obs.ndim - len(self.obs_shape) :] != self.obs_shape:
-            raise ValueError(f"observations must end in shape {self.obs_shape}, got {obs.shape}")
+        as_numpy = not isinstance(jax.tree.leaves(obs)[0], jax.Array)
+        obs, batch = self.batched(obs)
         if key is None:
             self.key, key = jax.random.split(self.key)
-        obs = obs if batch else obs[None]
+        num = jax.tree.leaves(obs)[0].shape[0]
         memory = None
         if self.recurrent:
             memory = self.memory
-            if memory is None or memory.start.shape[0] != obs.shape[0]:
-                memory = self.algo.initial_memory(obs.shape[0])
+            if memory is None or memory.start.shape[0] != num:
+                memory = self.algo.initial_memory(num)
         actions, memory = self.act(self.state, obs, key, greedy, memory)
         self.memory = memory
         actions = actions if batch else actions[0]
         return np.asarray(actions) if as_numpy else actions
+
+
+def is_shape(x: Any) -> bool:
+    """A tuple of ints: one leaf's shape in ``Policy.obs_shape``."""
+    return isinstance(x, tuple) and all(isinstance(n, int) for n in x)
 
 
 def load(

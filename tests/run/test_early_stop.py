@@ -46,6 +46,7 @@ def test_with_evaluations_the_rules_watch_the_evaluation_return():
     assert early.requested() and "evaluation return 60.0" in early.reason
 
 
+@pytest.mark.slow
 def test_a_callback_sees_each_report_and_stops_the_run_on_its_third_call(tmp_path):
     reports: list[Report] = []
 

@@ -225,33 +225,47 @@ def is_gymnasium_object(source: Any) -> bool:
 
 def is_gymnasium_source(source: Any) -> bool:
     """A ``gymnasium.Env`` or ``VectorEnv``, a subclass of ``gymnasium.Env``, or a function of
-    no arguments that returns one of the first two (called once to tell, what it made closed)."""
+    no arguments that returns one of the first two (called once to tell, ``made_by``)."""
     if is_gymnasium_object(source):
         return True
     if isinstance(source, type):
         return issubclass(source, import_gymnasium().Env)
     if not callable(source) or hasattr(source, "step") or hasattr(source, "env_id"):
         return False
+    return made_class(source) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def made_by(function: Callable[[], Any]) -> str | None:
+    """The class name of the Gymnasium environment ``function`` makes (None: it makes none or
+    fails), found by calling it once and closing what it made; remembered, so that telling
+    what a function is and naming it cost one call between them."""
     try:
-        made = source()
+        made = function()
     except Exception:
-        return False
-    if is_gymnasium_object(made):
-        made.close()
-        return True
-    return False
+        return None
+    if not is_gymnasium_object(made):
+        return None
+    made.close()
+    return type(getattr(made, "unwrapped", made)).__name__
+
+
+def made_class(function: Callable[[], Any]) -> str | None:
+    """``made_by``, uncached for a callable that cannot be a dictionary key."""
+    try:
+        return made_by(function)
+    except TypeError:
+        return made_by.__wrapped__(function)
 
 
 def object_name(source: Any) -> str:
     """What a run on a Gymnasium object records (``object:`` ids are asked for again): the class
-    of the environment it is, is, or makes (a function is called once to tell)."""
+    of the environment it is, is, or makes."""
     if isinstance(source, type):
         return f"gymnasium:{source.__name__}"
-    env = source if is_gymnasium_object(source) else source()
-    name = type(getattr(env, "unwrapped", env)).__name__
-    if env is not source:
-        env.close()
-    return f"gymnasium:{name}"
+    if is_gymnasium_object(source):
+        return f"gymnasium:{type(getattr(source, 'unwrapped', source)).__name__}"
+    return f"gymnasium:{made_class(source)}"
 
 
 def from_object(

@@ -20,6 +20,7 @@ import numpy as np
 
 from purerl.core.report import ChunkReport
 from purerl.run.rundir import MetricsWriter, write_json
+from tests.quick import QUICK_COMPILE_FLAGS, USERS_EMITTERS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,10 +86,11 @@ def run_process(
 
 
 def default_level_env() -> dict[str, str]:
-    """The session's environment with XLA's default optimisation level (conftest.py turns it
-    off for the suite's short programs)."""
+    """The session's environment with XLA's default compile settings (conftest.py sets quicker
+    ones for the suite's short programs: ``QUICK_COMPILE_FLAGS``)."""
     flags = os.environ.get("XLA_FLAGS", "").split()
-    kept = [f for f in flags if not f.startswith("--xla_backend_optimization_level")]
+    quick = tuple(flag.split("=")[0] for flag in QUICK_COMPILE_FLAGS)
+    kept = [f for f in flags if not f.startswith(quick)]
     return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(kept)}
 
 
@@ -285,3 +287,21 @@ def roll(env, actions, num_seeds=1):
         return jax.jit(run)(jax.random.key(0), actions)
     keys = jax.random.split(jax.random.key(0), num_seeds)
     return jax.jit(jax.vmap(run))(keys, actions)
+
+
+@contextlib.contextmanager
+def emitters_as_users():
+    """Training chunks compiled in this block use XLA:CPU's fusion emitters, as users' do
+    (``tests.quick.USERS_EMITTERS``): for bit-for-bit comparisons across chunk lengths."""
+    from purerl.core import loop
+
+    original = loop.compile_chunk
+
+    def compile_chunk(*args, **kwargs):
+        return original(*args, **kwargs, compiler_options=USERS_EMITTERS)
+
+    loop.compile_chunk = compile_chunk
+    try:
+        yield
+    finally:
+        loop.compile_chunk = original

@@ -25,7 +25,7 @@ from purerl.core.program import (
     over_seeds,
 )
 from purerl.run.evaluate import make_evaluation
-from tests.helpers import TINY_TORSO, as_numpy, leaves_equal
+from tests.helpers import TINY_TORSO, as_numpy, emitters_as_users, leaves_equal
 
 RECURRENT = {"ppo+gru": ("ppo", "gru"), "pqn+lstm": ("pqn", "lstm")}
 """Recurrent variants of the smoke configs, checked like the algorithms themselves."""
@@ -57,6 +57,13 @@ def run(name: str, updates_per_chunk: int | None = None, **changes):
     return train(algo, cfg, updates_per_chunk=updates_per_chunk)
 
 
+def run_as_users(name: str, updates_per_chunk: int | None = None, **changes):
+    """``run`` with the chunks compiled by the emitters users get: the runs that chunk
+    invariance compares bit for bit (``tests.helpers.emitters_as_users``)."""
+    with emitters_as_users():
+        return run(name, updates_per_chunk, **changes)
+
+
 @pytest.fixture(scope="module", params=NAMES)
 def name(request):
     return request.param
@@ -65,12 +72,12 @@ def name(request):
 @pytest.fixture(scope="module")
 def whole(name):
     """Six updates of the smoke config, as one chunk."""
-    return run(name, updates_per_chunk=UPDATES)
+    return run_as_users(name, updates_per_chunk=UPDATES)
 
 
 @pytest.mark.slow
 def test_same_seed_gives_bitwise_identical_state_and_metrics(name, whole):
-    again = run(name, updates_per_chunk=UPDATES)
+    again = run_as_users(name, updates_per_chunk=UPDATES)
     assert leaves_equal(whole.agents, again.agents)
     assert leaves_equal(whole.history, again.history)
 
@@ -82,10 +89,10 @@ def test_different_seeds_give_different_params(name, whole):
 
 @pytest.mark.slow
 def test_one_chunk_equals_several_chunks(name, whole):
-    # One update per chunk is the program the checkpoint and vmap tests train (the compilation
-    # cache serves it), so only the 5-update chunk of the uneven split compiles here.
-    pieces = run(name, updates_per_chunk=1)
-    uneven = run(name, updates_per_chunk=5)  # 5 + 1
+    # Compiled with the emitters users get (``run_as_users``): with the suite's quick ones,
+    # programs of different chunk lengths round differently.
+    pieces = run_as_users(name, updates_per_chunk=1)
+    uneven = run_as_users(name, updates_per_chunk=5)  # 5 + 1
     assert leaves_equal(whole.agents, pieces.agents)
     assert leaves_equal(whole.agents, uneven.agents)
     assert leaves_equal(whole.history, pieces.history)
@@ -153,12 +160,13 @@ def test_update_traces_once_across_repeated_chunk_calls(name):
 
 @pytest.mark.slow
 def test_evaluating_during_training_changes_nothing_of_it(name, whole):
-    # One update per chunk, the program the checkpoint tests train (the compilation cache
+    # One update per chunk, as the chunk invariance test compiles it (the compilation cache
     # serves it); the evaluation after updates 3 and 6 is the one program compiled here.
     spec, cfg = smoke(name)
     algo = spec.make(cfg).algo
     program = make_evaluation(algo, envs.from_config(cfg, 2))
-    evaluated = train(algo, cfg, updates_per_chunk=1, evaluation=Evaluation(3, program))
+    with emitters_as_users():
+        evaluated = train(algo, cfg, updates_per_chunk=1, evaluation=Evaluation(3, program))
     assert leaves_equal(whole.agents, evaluated.agents)
     assert leaves_equal(whole.history, evaluated.history)
     np.testing.assert_array_equal(evaluated.evaluations["update"], [3, 6])
@@ -243,95 +251,60 @@ def valid_variants(cfg, field: str) -> list:
     return variants
 
 
-# The question here is whether the update reads a field, which any correct compile answers,
-# and both sides of each comparison are compiled alike. XLA:CPU's older loop emitters without
-# LLVM optimisation compile these small programs in about a third of the default time (and run
-# them slower, which two to four updates of the smoke config do not feel). Every other test
-# compiles with the defaults users get.
-QUICK_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+# A field reaches the program in one of three ways, each proved without compiling a program:
+# - it changes the shapes of the parameters ``init`` makes (read through ``eval_shape``);
+# - it is a traced hyperparameter: it enters the state's ``hparams`` as data, and the parameters
+#   after two updates depend on it (the jaxpr of two updates, dead code removed, still reads
+#   that input);
+# - otherwise it is compiled in: the lowered program of ``init`` or of ``update`` differs.
+# Two fields act only at run time, outside the programs: ``seed`` (the key ``init`` is given;
+# ``test_different_seeds_give_different_params`` trains with another seed and compares) and,
+# for SAC and TD3, whose updates read no schedule, ``total_timesteps`` (the number of updates
+# the loop runs, checked below); ``num_seeds`` is the vmap invariant's.
+RUNTIME_FIELDS = ("seed", "num_seeds")
 
 
-def start_state(spec, algo, cfg):
-    """``init`` from ``cfg.seed``, with ``cfg``'s traced hyperparameters in ``hparams``."""
-    state = algo.init(jax.random.key(cfg.seed))
-    return state._replace(hparams=spec.hparams_cls.from_config(cfg))
+def abstract_state(spec, algo, cfg):
+    """The shapes of ``init``'s state, with ``cfg``'s traced hyperparameters in ``hparams``."""
+    hparams = jax.tree.map(np.float32, spec.hparams_cls.from_config(cfg))
+    state = jax.eval_shape(algo.init, jax.random.key(cfg.seed))
+    return state._replace(hparams=jax.eval_shape(lambda: hparams))
 
 
-def compile_update(spec, cfg):
+def lowered_programs(spec, cfg) -> tuple[str, str]:
+    """The lowered text of ``init`` and of ``update`` for ``cfg`` (the update lowered on the
+    shapes of ``init``'s state: the traced hyperparameters come in as data)."""
     algo = spec.make(cfg).algo
-    lowered = jax.jit(algo.update).lower(start_state(spec, algo, cfg), jax.random.key(0))
-    return algo, lowered.compile(compiler_options=QUICK_COMPILE)
+    init = jax.jit(algo.init).lower(jax.random.key(cfg.seed)).as_text()
+    update = jax.jit(algo.update).lower(abstract_state(spec, algo, cfg), jax.random.key(0))
+    return init, update.as_text()
 
 
-def params_after(spec, cfg, num_updates: int, compiled=None):
-    """Parameters after ``num_updates`` updates from ``cfg.seed``. ``compiled``: the update of
-    a config that differs only in traced fields, to reuse (they reach it as data)."""
-    compiled = compiled or compile_update(spec, cfg)
-    algo, update = compiled
-    state = start_state(spec, algo, cfg)
-    for i in range(num_updates):
-        state, _ = update(state, jax.random.key(100 + i))
-    return state.params, compiled
+def hparams_the_params_read(spec, cfg) -> set[str]:
+    """The traced hyperparameters the parameters after two updates depend on: the inputs the
+    jaxpr of two updates still reads once everything that does not reach them is removed."""
+    from jax._src.interpreters.partial_eval import dce_jaxpr
 
+    algo = spec.make(cfg).algo
+    state = abstract_state(spec, algo, cfg)
 
-def params_differ(a, b, tolerance: float = 1e-6) -> bool:
-    """Shapes differ, or some parameter moved by more than float rounding could explain."""
-    leaves_a, leaves_b = jax.tree.leaves(as_numpy(a)), jax.tree.leaves(as_numpy(b))
-    if [x.shape for x in leaves_a] != [x.shape for x in leaves_b]:
-        return True
-    return any(
-        np.abs(x.astype(np.float64) - y.astype(np.float64)).max() > tolerance
-        for x, y in zip(leaves_a, leaves_b, strict=True)
-    )
+    def two_updates(hparams, state, key):
+        state = state._replace(hparams=hparams)
+        for step_key in jax.random.split(key):
+            state, _ = algo.update(state, step_key)
+        return state.params
 
-
-def field_cases():
-    for name in NAMES:
-        spec, _ = base_smoke(name)
-        for field in dataclasses.fields(spec.config_cls):
-            if field.name == "num_seeds":  # the vmap invariant above covers it
-                continue
-            if (field.name in MEMORY_FIELDS) == (name in RECURRENT):
-                yield pytest.param(name, field.name, id=f"{name}-{field.name}")
-
-
-# Two attempts: two updates of the smoke config, then, for switches that bite only once
-# learning has moved far enough, four updates at a high learning rate on both sides (value
-# clipping needs values to move past the clip range; Double-DQN targets need the online
-# network to disagree with a target that lags it, which DQN's smoke target period of 64
-# gradient steps keeps fixed over these updates).
-ATTEMPTS = ((2, {}), (4, {"lr": 1e-2, "policy_lr": 1e-2, "q_lr": 1e-2}))
-
-
-def own_fields(spec, context: dict) -> dict:
-    """The entries of an attempt's ``context`` that name fields of ``spec``'s config (actor-critic
-    algorithms have ``policy_lr`` and ``q_lr`` where the others have ``lr``)."""
-    names = {f.name for f in dataclasses.fields(spec.config_cls)}
-    return {k: v for k, v in context.items() if k in names}
+    jaxpr = jax.make_jaxpr(two_updates)(state.hparams, state, jax.random.key(0)).jaxpr
+    _, used = dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))
+    names = state.hparams._fields
+    assert len(jax.tree.leaves(state.hparams)) == len(names)
+    return {field for field, read in zip(names, used[: len(names)], strict=True) if read}
 
 
 @functools.cache
-def baseline(name: str, attempt: int):
-    """The parameters an attempt compares against, computed once per algorithm."""
-    spec, smoke_cfg = base_smoke(name)
-    num_updates, context = ATTEMPTS[attempt]
-    base = dataclasses.replace(smoke_cfg, **own_fields(spec, context))
-    reuse = first_attempts_program(name, spec, base) if attempt else None
-    return base, *params_after(spec, base, num_updates, reuse)
-
-
-def first_attempts_program(name: str, spec, cfg, programs: dict | None = None):
-    """The update compiled for ``cfg`` in the first attempt, when ``cfg`` differs from that
-    attempt's config only in the traced fields a later attempt changes (they reach the program
-    as data): ``programs`` maps configs to their compiled updates (default: the baseline's)."""
-    later_changes = {k for _, context in ATTEMPTS[1:] for k in own_fields(spec, context)}
-    if not later_changes <= set(spec.traced):
-        return None
-    smoke_cfg = base_smoke(name)[1]
-    first = dataclasses.replace(cfg, **{k: getattr(smoke_cfg, k) for k in later_changes})
-    if programs is None:
-        return baseline(name, 0)[2] if first == smoke_cfg else None
-    return programs.get(first)
+def base_programs(name: str):
+    spec, cfg = base_smoke(name)
+    return lowered_programs(spec, cfg), hparams_the_params_read(spec, cfg)
 
 
 def initial_param_shapes(spec, cfg) -> list:
@@ -340,32 +313,42 @@ def initial_param_shapes(spec, cfg) -> list:
     return [x.shape for x in jax.tree.leaves(params)]
 
 
-@pytest.mark.slow
+def field_cases():
+    for name in NAMES:
+        spec, _ = base_smoke(name)
+        for field in dataclasses.fields(spec.config_cls):
+            if field.name in RUNTIME_FIELDS:
+                continue
+            if (field.name in MEMORY_FIELDS) == (name in RECURRENT):
+                yield pytest.param(name, field.name, id=f"{name}-{field.name}")
+
+
 @pytest.mark.parametrize("name, field", list(field_cases()))
-def test_every_config_field_changes_the_run(name, field):
-    """Changing the field must change the parameters that updates from the same seed end
-    with: in shape (read from ``init`` without compiling; updates keep shapes), else in value
-    after the updates of an attempt; else, for ``total_timesteps`` only, in the number of
-    updates the run takes."""
+def test_every_config_field_changes_the_program(name, field):
+    """Changing the field must change what the run computes: the shapes of the parameters,
+    the value of a traced hyperparameter the parameters depend on, or the lowered program of
+    ``init`` or ``update``; for ``total_timesteps`` at least the number of updates the run
+    takes."""
     spec, smoke_cfg = base_smoke(name)
     variants = valid_variants(smoke_cfg, field)
     assert variants, f"{name}: no valid value to try for --{field.replace('_', '-')}"
     base_shapes = initial_param_shapes(spec, smoke_cfg)
     if any(base_shapes != initial_param_shapes(spec, v) for v in variants):
         return
-    programs = {}
-    for attempt, (num_updates, _) in enumerate(ATTEMPTS):
-        base, base_params, compiled = baseline(name, attempt)
-        for variant in valid_variants(base, field):
-            reuse = compiled if field in spec.traced else None
-            reuse = reuse or first_attempts_program(name, spec, variant, programs)
-            changed, program = params_after(spec, variant, num_updates, reuse)
-            if attempt == 0:
-                programs[variant] = program
-            if params_differ(base_params, changed):
-                return
+    base_texts, read = base_programs(name)
+    if field in spec.traced:
+        assert field in read, f"{name}: the parameters never read the traced {field}"
+        base_value, *values = (
+            float(np.asarray(getattr(spec.hparams_cls.from_config(c), field)))
+            for c in (smoke_cfg, *variants)
+        )
+        assert any(v != base_value for v in values), (base_value, values)
+        return
+    for variant in variants:
+        if lowered_programs(spec, variant) != base_texts:
+            return
     # A budget the update never reads (SAC and TD3 as CleanRL has them: no schedule spans the
     # run) still changes the run through its length, the number of updates the loop runs.
     if field == "total_timesteps" and any(v.num_updates != smoke_cfg.num_updates for v in variants):
         return
-    pytest.fail(f"{name}: no valid value of --{field.replace('_', '-')} changed the parameters")
+    pytest.fail(f"{name}: no valid value of --{field.replace('_', '-')} changed the program")

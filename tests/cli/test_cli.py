@@ -325,8 +325,10 @@ def test_a_saved_config_reproduces_the_run_bit_for_bit(tiny_run, tmp_path):
     again = tmp_path / "again"
     result = run_cli(
         "train", "ppo", "--config", tiny_run / "config.json", "--run-dir", again,
-        "--updates-per-chunk", "3", "--no-progress",
+        "--updates-per-chunk", "1", "--no-progress",
     )  # fmt: skip
+    # Chunked as the tiny run was: the programs of other chunk lengths give equal rows with
+    # the emitters users get, which the invariants check (test_one_chunk_equals_several_chunks).
     assert result.code == 0, result.stderr
     strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_time_s"} for r in rs]  # noqa: E731
     assert strip(rows(again)) == strip(rows(tiny_run))

@@ -72,12 +72,18 @@ def name(request):
 @pytest.fixture(scope="module")
 def whole(name):
     """Six updates of the smoke config, as one chunk."""
+    return run(name, updates_per_chunk=UPDATES)
+
+
+@pytest.fixture(scope="module")
+def whole_as_users(name):
+    """``whole`` compiled with the emitters users get, for comparisons across chunk lengths."""
     return run_as_users(name, updates_per_chunk=UPDATES)
 
 
 @pytest.mark.slow
 def test_same_seed_gives_bitwise_identical_state_and_metrics(name, whole):
-    again = run_as_users(name, updates_per_chunk=UPDATES)
+    again = run(name, updates_per_chunk=UPDATES)
     assert leaves_equal(whole.agents, again.agents)
     assert leaves_equal(whole.history, again.history)
 
@@ -88,11 +94,12 @@ def test_different_seeds_give_different_params(name, whole):
 
 
 @pytest.mark.slow
-def test_one_chunk_equals_several_chunks(name, whole):
+def test_one_chunk_equals_several_chunks(name, whole_as_users):
     # Compiled with the emitters users get (``run_as_users``): with the suite's quick ones,
     # programs of different chunk lengths round differently.
     pieces = run_as_users(name, updates_per_chunk=1)
     uneven = run_as_users(name, updates_per_chunk=5)  # 5 + 1
+    whole = whole_as_users
     assert leaves_equal(whole.agents, pieces.agents)
     assert leaves_equal(whole.agents, uneven.agents)
     assert leaves_equal(whole.history, pieces.history)
@@ -159,7 +166,7 @@ def test_update_traces_once_across_repeated_chunk_calls(name):
 
 
 @pytest.mark.slow
-def test_evaluating_during_training_changes_nothing_of_it(name, whole):
+def test_evaluating_during_training_changes_nothing_of_it(name, whole_as_users):
     # One update per chunk, as the chunk invariance test compiles it (the compilation cache
     # serves it); the evaluation after updates 3 and 6 is the one program compiled here.
     spec, cfg = smoke(name)
@@ -167,8 +174,8 @@ def test_evaluating_during_training_changes_nothing_of_it(name, whole):
     program = make_evaluation(algo, envs.from_config(cfg, 2))
     with emitters_as_users():
         evaluated = train(algo, cfg, updates_per_chunk=1, evaluation=Evaluation(3, program))
-    assert leaves_equal(whole.agents, evaluated.agents)
-    assert leaves_equal(whole.history, evaluated.history)
+    assert leaves_equal(whole_as_users.agents, evaluated.agents)
+    assert leaves_equal(whole_as_users.history, evaluated.history)
     np.testing.assert_array_equal(evaluated.evaluations["update"], [3, 6])
     assert np.isfinite(evaluated.evaluations["eval/return"]).all()
 
@@ -271,13 +278,23 @@ def abstract_state(spec, algo, cfg):
     return state._replace(hparams=jax.eval_shape(lambda: hparams))
 
 
-def lowered_programs(spec, cfg) -> tuple[str, str]:
-    """The lowered text of ``init`` and of ``update`` for ``cfg`` (the update lowered on the
-    shapes of ``init``'s state: the traced hyperparameters come in as data)."""
+def lowered_init(spec, cfg):
+    """``cfg``'s algorithm and its ``init`` lowered (its output shapes come with it)."""
     algo = spec.make(cfg).algo
-    init = jax.jit(algo.init).lower(jax.random.key(cfg.seed)).as_text()
+    return algo, jax.jit(algo.init).lower(jax.random.key(cfg.seed))
+
+
+def param_shapes(lowered) -> list:
+    return [x.shape for x in jax.tree.leaves(lowered.out_info.params)]
+
+
+def lowered_programs(spec, cfg, init=None) -> tuple[str, str]:
+    """The lowered text of ``init`` and of ``update`` for ``cfg`` (the update lowered on the
+    shapes of ``init``'s state: the traced hyperparameters come in as data). ``init``: what
+    ``lowered_init`` gave for ``cfg``, if at hand."""
+    algo, init = init or lowered_init(spec, cfg)
     update = jax.jit(algo.update).lower(abstract_state(spec, algo, cfg), jax.random.key(0))
-    return init, update.as_text()
+    return init.as_text(), update.as_text()
 
 
 def hparams_the_params_read(spec, cfg) -> set[str]:
@@ -303,14 +320,14 @@ def hparams_the_params_read(spec, cfg) -> set[str]:
 
 @functools.cache
 def base_programs(name: str):
+    """The smoke config's lowered programs, parameter shapes and traced hyperparameters read."""
     spec, cfg = base_smoke(name)
-    return lowered_programs(spec, cfg), hparams_the_params_read(spec, cfg)
-
-
-def initial_param_shapes(spec, cfg) -> list:
-    algo = spec.make(cfg).algo
-    params = jax.eval_shape(algo.init, jax.random.key(cfg.seed)).params
-    return [x.shape for x in jax.tree.leaves(params)]
+    init = lowered_init(spec, cfg)
+    return (
+        lowered_programs(spec, cfg, init),
+        param_shapes(init[1]),
+        hparams_the_params_read(spec, cfg),
+    )
 
 
 def field_cases():
@@ -323,19 +340,20 @@ def field_cases():
                 yield pytest.param(name, field.name, id=f"{name}-{field.name}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, field", list(field_cases()))
 def test_every_config_field_changes_the_program(name, field):
-    """Changing the field must change what the run computes: the shapes of the parameters,
-    the value of a traced hyperparameter the parameters depend on, or the lowered program of
-    ``init`` or ``update``; for ``total_timesteps`` at least the number of updates the run
-    takes."""
+    """Changing the field must change what the run computes: the shapes of the parameters
+    (read from ``init`` lowered, without compiling), the value of a traced hyperparameter the
+    parameters depend on, or the lowered program of ``init`` or ``update``; for
+    ``total_timesteps`` at least the number of updates the run takes."""
     spec, smoke_cfg = base_smoke(name)
     variants = valid_variants(smoke_cfg, field)
     assert variants, f"{name}: no valid value to try for --{field.replace('_', '-')}"
-    base_shapes = initial_param_shapes(spec, smoke_cfg)
-    if any(base_shapes != initial_param_shapes(spec, v) for v in variants):
+    base_texts, base_shapes, read = base_programs(name)
+    inits = [lowered_init(spec, v) for v in variants]
+    if any(param_shapes(lowered) != base_shapes for _, lowered in inits):
         return
-    base_texts, read = base_programs(name)
     if field in spec.traced:
         assert field in read, f"{name}: the parameters never read the traced {field}"
         base_value, *values = (
@@ -344,8 +362,8 @@ def test_every_config_field_changes_the_program(name, field):
         )
         assert any(v != base_value for v in values), (base_value, values)
         return
-    for variant in variants:
-        if lowered_programs(spec, variant) != base_texts:
+    for variant, init in zip(variants, inits, strict=True):
+        if lowered_programs(spec, variant, init) != base_texts:
             return
     # A budget the update never reads (SAC and TD3 as CleanRL has them: no schedule spans the
     # run) still changes the run through its length, the number of updates the loop runs.

@@ -11,7 +11,6 @@ import jax
 import pytest
 
 from purerl import algos
-from purerl.core import loop, program
 from purerl.options import options_for
 from purerl.run import checkpoint, session
 from purerl.run.setup import TrainRequest
@@ -56,14 +55,14 @@ def smoke_of(variant: str):
 @pytest.mark.slow
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, variant):
     programs = []
-    compile_chunk = program.compile_chunk
+    compile_lowered = jax.stages.Lowered.compile
 
-    def record_program(algo, agents, *args, **kwargs):
-        chunk = program.over_seeds(program.make_run_chunk(algo, 1))
-        programs.append(jax.jit(chunk, donate_argnums=0).lower(agents).as_text())
-        return compile_chunk(algo, agents, *args, **kwargs)
+    def record_program(lowered, *args, **kwargs):
+        # Every program the loop compiles ahead of time here is a training chunk.
+        programs.append(lowered.as_text())
+        return compile_lowered(lowered, *args, **kwargs)
 
-    monkeypatch.setattr(loop, "compile_chunk", record_program)
+    monkeypatch.setattr(jax.stages.Lowered, "compile", record_program)
     name, cfg = smoke_of(variant)
     cfg = dataclasses.replace(cfg, num_seeds=2)
     whole = run(name, cfg, tmp_path / "whole")

@@ -9,8 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from tests.quick import QUICK_COMPILE_FLAGS
-
 # Must be set before jax creates its backend anywhere in the test session; the variables reach
 # the subprocesses the tests start as well.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -22,14 +20,15 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 # The CLI's own cache directory stays out of the user's home during tests.
 os.environ.setdefault("PURERL_CACHE_DIR", os.environ["JAX_COMPILATION_CACHE_DIR"])
+from purerl.cli.doctor import quick_compiles  # noqa: E402 (imports no JAX)
+
 # The suite compiles hundreds of small programs and runs most of them for a few updates: with
 # LLVM's optimisation off and XLA:CPU's older loop emitters instead of its fusion emitters, it
 # compiles them in about half the time of optimisation off alone (a third of the default) and
 # runs them slower, which a few updates do not feel. The learning runs, which run long, start
 # their own processes with the defaults (``tests.helpers.learn``), the settings users train with.
-for flag in QUICK_COMPILE_FLAGS:
-    if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+# These are ``purerl doctor --quick``'s settings (``QUICK_XLA_FLAGS``); flags already set win.
+quick_compiles()
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Parallel workers share the cores: each keeps to one core of its own (and so do the
     # processes it starts), before JAX sizes its CPU thread pool from the cores it may use.

@@ -4,6 +4,7 @@ run directories (real tiny ones and synthetic ones written through the real writ
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -17,10 +18,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+from purerl.cli.doctor import QUICK_XLA_FLAGS
 from purerl.core.report import ChunkReport
 from purerl.run.rundir import MetricsWriter, write_json
-from tests.quick import QUICK_COMPILE_FLAGS, USERS_EMITTERS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,9 +89,9 @@ def run_process(
 
 def default_level_env() -> dict[str, str]:
     """The session's environment with XLA's default compile settings (conftest.py sets quicker
-    ones for the suite's short programs: ``QUICK_COMPILE_FLAGS``)."""
+    ones for the suite's short programs: ``QUICK_XLA_FLAGS``)."""
     flags = os.environ.get("XLA_FLAGS", "").split()
-    quick = tuple(flag.split("=")[0] for flag in QUICK_COMPILE_FLAGS)
+    quick = tuple(flag.split("=")[0] for flag in QUICK_XLA_FLAGS)
     kept = [f for f in flags if not f.startswith(quick)]
     return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(kept)}
 
@@ -289,19 +291,20 @@ def roll(env, actions, num_seeds=1):
     return jax.jit(jax.vmap(run))(keys, actions)
 
 
+USERS_EMITTERS = {"xla_cpu_use_fusion_emitters": True}
+"""Compile options that undo the suite's quick emitters (``QUICK_XLA_FLAGS``) for one program:
+with the older emitters, programs of different chunk lengths round floats differently."""
+
+
 @contextlib.contextmanager
 def emitters_as_users():
     """Training chunks compiled in this block use XLA:CPU's fusion emitters, as users' do
-    (``tests.quick.USERS_EMITTERS``): for bit-for-bit comparisons across chunk lengths."""
+    (``USERS_EMITTERS``): for bit-for-bit comparisons across chunk lengths."""
     from purerl.core import loop
 
-    original = loop.compile_chunk
-
-    def compile_chunk(*args, **kwargs):
-        return original(*args, **kwargs, compiler_options=USERS_EMITTERS)
-
-    loop.compile_chunk = compile_chunk
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            loop, "compile_chunk",
+            functools.partial(loop.compile_chunk, compiler_options=USERS_EMITTERS),
+        )  # fmt: skip
         yield
-    finally:
-        loop.compile_chunk = original

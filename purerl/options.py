@@ -55,6 +55,10 @@ class RunOptions:
     """Also log to this Weights & Biases project (pip install 'purerl[wandb]')."""
     plot_window: int = 100
     """Moving-average window (updates) of the smoothed learning curve written at the end."""
+    curves: bool = True
+    """Draw the learning curves (returns.png, returns_smoothed.png) into the run directory at
+    the end; `purerl plot RUN_DIR` draws a run's curve any time. PURERL_CURVES=0 turns them off
+    too."""
     eval_every: int = 0
     """Every this many updates, play --eval-episodes episodes per seed with the greedy policy on
     fresh environments and log their mean return as eval/return (0: never). Training is
@@ -195,6 +199,7 @@ RESUMABLE = frozenset(
         "tensorboard",
         "wandb_project",
         "plot_window",
+        "curves",
         "eval_every",
         "eval_episodes",
         "stop_at_return",

@@ -20,6 +20,10 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 # The CLI's own cache directory stays out of the user's home during tests.
 os.environ.setdefault("PURERL_CACHE_DIR", os.environ["JAX_COMPILATION_CACHE_DIR"])
+# Runs draw no learning curves (about 0.2 s a run in process, 0.7 s in a new one, matplotlib's
+# import included): the tests of the curves, and the session's shared runs, ask for them
+# (``tests.helpers.with_curves``).
+os.environ.setdefault("PURERL_CURVES", "0")
 from purerl.cli.doctor import quick_compiles  # noqa: E402 (imports no JAX)
 
 # The suite compiles hundreds of small programs and runs most of them for a few updates: with
@@ -47,7 +51,7 @@ import pytest  # noqa: E402
 
 from purerl.run.rundir import Summary, read_summary  # noqa: E402
 from purerl.runtime import configure_jax  # noqa: E402
-from tests.helpers import ROOT, TINY_ARGS, default_level_env, run_cli  # noqa: E402
+from tests.helpers import ROOT, TINY_ARGS, default_level_env, run_cli, with_curves  # noqa: E402
 
 configure_jax()
 # The backend starts here, with one CPU device, whatever test runs first: a test that asks for
@@ -104,6 +108,13 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], Path]) -> Pa
     return run_dir
 
 
+@pytest.fixture
+def curves():
+    """This test's runs draw their learning curves (``tests.helpers.with_curves``)."""
+    with with_curves():
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
     """A finished tiny PPO run (2 seeds, 6 updates) with a checkpoint after every update,
@@ -114,21 +125,22 @@ def tiny_run(tmp_path_factory):
 
 def train_tiny_run(folder: Path) -> Path:
     run_dir = folder / "run"
-    result = run_cli(
-        "train",
-        "ppo",
-        *TINY_ARGS,
-        "--num-seeds",
-        "2",
-        "--run-dir",
-        str(run_dir),
-        "--checkpoint-every",
-        "1",
-        "--keep-checkpoints",
-        "10",
-        "--updates-per-chunk",
-        "1",
-    )
+    with with_curves():
+        result = run_cli(
+            "train",
+            "ppo",
+            *TINY_ARGS,
+            "--num-seeds",
+            "2",
+            "--run-dir",
+            str(run_dir),
+            "--checkpoint-every",
+            "1",
+            "--keep-checkpoints",
+            "10",
+            "--updates-per-chunk",
+            "1",
+        )
     assert result.code == 0, result.stderr
     assert "final mean return" in result.stdout
     return run_dir

@@ -73,6 +73,15 @@ def run_cli(*argv: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+@contextlib.contextmanager
+def with_curves():
+    """Runs in this block draw their learning curves, which the test session otherwise leaves
+    out (``PURERL_CURVES=0``, conftest.py); processes started in it inherit the setting."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PURERL_CURVES", raising=False)
+        yield
+
+
 def run_process(
     *argv: str, cwd: Path | None = None, timeout: int = 600
 ) -> subprocess.CompletedProcess:

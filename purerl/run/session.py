@@ -39,7 +39,7 @@ from purerl.run.control import EarlyStop
 from purerl.run.setup import Setup, TrainRequest, cpu_split_hint, make_evaluation, prepare
 from purerl.run.signals import StopOnSignal, Stopped
 from purerl.run.sinks import ProgressSink, notify, warn
-from purerl.run.summary import finish, make_sinks, make_summary
+from purerl.run.summary import draws_curves, finish, make_sinks, make_summary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,7 +389,8 @@ def complete(setup: Setup, run_dir: Path, start: Snapshot, sinks: Sequence[Sink]
     unwritten; they are written now, from the checkpoint (its history and the sessions it
     records), as that process would have."""
     summary = rundir.read_summary(run_dir)
-    graphs_there = all(path.is_file() for path in rundir.graph_paths(run_dir))
+    graphs = rundir.graph_paths(run_dir) if draws_curves(setup) else ()
+    graphs_there = all(path.is_file() for path in graphs)
     if summary is not None and summary.num_updates == start.updates_done and graphs_there:
         notify(
             sinks, f"{run_dir} is already complete ({start.updates_done} updates); nothing to do"

@@ -18,6 +18,7 @@ from purerl.core.stats import FINAL_WINDOW_EPISODES
 from purerl.run import rundir
 from purerl.run.setup import Setup
 from purerl.run.sinks import ProgressSink, notify
+from purerl.runtime import curves_disabled_by_env
 
 
 def make_sinks(setup: Setup, run_dir: Path | None, start: Snapshot | None) -> list[Sink]:
@@ -116,11 +117,41 @@ def finish(
     setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult, sinks: Sequence[Sink]
 ) -> None:
     """Writes the summary and learning curves (from the run's history in memory) and says
-    where they went and how a stopped run goes on."""
+    where they went and how a stopped run goes on. The final line comes before the curves are
+    drawn."""
+    rundir.write_summary(run_dir, summary)
+    notify(sinks, final_line(summary, run_dir))
+    graphs = draw_curves(setup, run_dir, summary, result)
+    if graphs:
+        notify(sinks, "learning curves: " + ", ".join(str(path) for path in graphs))
+    if result.interrupted:
+        how = setup.request.resume_hint(run_dir)
+        saved = (
+            "checkpoint saved" if setup.options.checkpoints else "no checkpoint (--no-checkpoints)"
+        )
+        notify(
+            sinks,
+            f"stopped at update {summary.num_updates} of {setup.cfg.num_updates}; {saved}; "
+            f"continue with: {how}",
+        )
+
+
+def draws_curves(setup: Setup) -> bool:
+    """Whether the run ends by drawing its learning curves: ``--curves`` (the default), unless
+    ``PURERL_CURVES=0``."""
+    return setup.options.curves and not curves_disabled_by_env()
+
+
+def draw_curves(
+    setup: Setup, run_dir: Path, summary: rundir.Summary, result: TrainResult
+) -> list[Path]:
+    """The run's learning curves drawn from its history in memory (``--curves``): the paths
+    written, none when turned off."""
+    if not draws_curves(setup):
+        return []
     from purerl.run.plots import Curves, draw_trial_graphs
 
     cfg = setup.cfg
-    rundir.write_summary(run_dir, summary)
     returns = result.history["episode/return"]
     steps = cfg.env_steps_per_update * setup.env.spec.frame_skip
     frames = np.arange(1, returns.shape[1] + 1, dtype=np.int64) * steps
@@ -130,19 +161,7 @@ def finish(
     curves = Curves(
         setup.request.spec.name, cfg.env, status, cfg.seed, frames, returns, evaluations
     )
-    graphs = draw_trial_graphs(run_dir, curves, setup.options.plot_window)
-    notify(sinks, final_line(summary, run_dir))
-    notify(sinks, "learning curves: " + ", ".join(str(path) for path in graphs))
-    if result.interrupted:
-        how = setup.request.resume_hint(run_dir)
-        saved = (
-            "checkpoint saved" if setup.options.checkpoints else "no checkpoint (--no-checkpoints)"
-        )
-        notify(
-            sinks,
-            f"stopped at update {summary.num_updates} of {cfg.num_updates}; {saved}; "
-            f"continue with: {how}",
-        )
+    return draw_trial_graphs(run_dir, curves, setup.options.plot_window)
 
 
 def final_line(summary: rundir.Summary, run_dir: Path) -> str:

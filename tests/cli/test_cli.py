@@ -51,13 +51,16 @@ def test_tiny_ppo_run_writes_config_metrics_and_summary(tiny_run):
 
 
 @pytest.mark.slow
-def test_default_run_dir_goes_under_runs(tmp_path, monkeypatch):
+def test_default_run_dir_goes_under_runs(tmp_path, monkeypatch, curves):
     monkeypatch.chdir(tmp_path)
-    result = run_cli("train", "ppo", *TINY_ARGS, "--no-checkpoints")
+    result = run_cli("train", "ppo", *TINY_ARGS, "--no-checkpoints", "--no-curves")
     assert result.code == 0, result.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("ppo-CartPole-v1-")
     assert (run_dir / "summary.json").exists()
+    # --no-curves (as PURERL_CURVES=0, which the test session sets) draws none, nor says so.
+    assert not list(run_dir.glob("*.png")) and "learning curves" not in result.stdout
+    assert "final mean return" in result.stdout
 
 
 @pytest.mark.parametrize(

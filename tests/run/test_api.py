@@ -79,7 +79,7 @@ def test_unknown_arguments_name_both_kinds_of_field():
         purerl.train("ppo", learning_rate=1e-3)
 
 
-def test_train_into_a_run_dir_prints_nothing_and_load_gives_a_policy(tmp_path, capfd):
+def test_train_into_a_run_dir_prints_nothing_and_load_gives_a_policy(tmp_path, capfd, curves):
     run = purerl.train("ppo", env="Pendulum-v1", num_envs=4, rollout_len=16,
                        num_minibatches=2, total_timesteps=128, run_dir=tmp_path / "r")  # fmt: skip
     assert capfd.readouterr().out == ""  # no command-line lines, no tips

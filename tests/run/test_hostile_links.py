@@ -323,7 +323,7 @@ def test_a_fifo_metrics_file_is_refused_without_hanging(run_copy):
     one_error_line(result, "metrics.jsonl is a FIFO (named pipe) where purerl writes a file")
 
 
-def test_the_run_directory_itself_may_be_a_link(run_copy, tmp_path):
+def test_the_run_directory_itself_may_be_a_link(run_copy, tmp_path, curves):
     # A run stopped before its last outputs: the resume writes them, through the user's link.
     for name in ("summary.json", *rundir.GRAPH_FILES):
         os.unlink(run_copy / name)

@@ -123,7 +123,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.slow
-def test_a_run_killed_after_its_final_checkpoint_finishes_on_resume(tiny_run, tmp_path):
+def test_a_run_killed_after_its_final_checkpoint_finishes_on_resume(tiny_run, tmp_path, curves):
     run_dir = tmp_path / "run"
     proc = run_process(
         "-c", KILL_AFTER_FINAL_CHECKPOINT, "train", "ppo", *TINY_ARGS, "--num-seeds", "2",

@@ -4,7 +4,6 @@ run directories (real tiny ones and synthetic ones written through the real writ
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import io
 import json
@@ -298,22 +297,3 @@ def roll(env, actions, num_seeds=1):
         return jax.jit(run)(jax.random.key(0), actions)
     keys = jax.random.split(jax.random.key(0), num_seeds)
     return jax.jit(jax.vmap(run))(keys, actions)
-
-
-USERS_EMITTERS = {"xla_cpu_use_fusion_emitters": True}
-"""Compile options that undo the suite's quick emitters (``QUICK_XLA_FLAGS``) for one program:
-with the older emitters, programs of different chunk lengths round floats differently."""
-
-
-@contextlib.contextmanager
-def emitters_as_users():
-    """Training chunks compiled in this block use XLA:CPU's fusion emitters, as users' do
-    (``USERS_EMITTERS``): for bit-for-bit comparisons across chunk lengths."""
-    from purerl.core import loop
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            loop, "compile_chunk",
-            functools.partial(loop.compile_chunk, compiler_options=USERS_EMITTERS),
-        )  # fmt: skip
-        yield

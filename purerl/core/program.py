@@ -195,11 +195,9 @@ def compile_chunk(
     num_updates: int,
     stream: StreamFn | None = None,
     placement: Placement | None = None,
-    compiler_options: dict[str, Any] | None = None,
 ):
-    """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated.
-    ``compiler_options``: XLA options of this compile, over those ``XLA_FLAGS`` set."""
+    """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
     chunk = over_seeds(make_run_chunk(algo, num_updates, stream), algo.lockstep)
     if placement is not None:
         chunk = place(placement, chunk)
-    return jax.jit(chunk, donate_argnums=0).lower(agents).compile(compiler_options)
+    return jax.jit(chunk, donate_argnums=0).lower(agents).compile()

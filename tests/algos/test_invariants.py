@@ -25,7 +25,7 @@ from purerl.core.program import (
     over_seeds,
 )
 from purerl.run.evaluate import make_evaluation
-from tests.helpers import TINY_TORSO, as_numpy, emitters_as_users, leaves_equal
+from tests.helpers import TINY_TORSO, as_numpy, leaves_equal
 
 RECURRENT = {"ppo+gru": ("ppo", "gru"), "pqn+lstm": ("pqn", "lstm")}
 """Recurrent variants of the smoke configs, checked like the algorithms themselves."""
@@ -57,13 +57,6 @@ def run(name: str, updates_per_chunk: int | None = None, **changes):
     return train(algo, cfg, updates_per_chunk=updates_per_chunk)
 
 
-def run_as_users(name: str, updates_per_chunk: int | None = None, **changes):
-    """``run`` with the chunks compiled by the emitters users get: the runs that chunk
-    invariance compares bit for bit (``tests.helpers.emitters_as_users``)."""
-    with emitters_as_users():
-        return run(name, updates_per_chunk, **changes)
-
-
 @pytest.fixture(scope="module", params=NAMES)
 def name(request):
     return request.param
@@ -76,9 +69,15 @@ def whole(name):
 
 
 @pytest.fixture(scope="module")
-def whole_as_users(name):
-    """``whole`` compiled with the emitters users get, for comparisons across chunk lengths."""
-    return run_as_users(name, updates_per_chunk=UPDATES)
+def other_seed(name):
+    """``whole`` with seed 1."""
+    return run(name, updates_per_chunk=UPDATES, seed=1)
+
+
+@pytest.fixture(scope="module")
+def pieces(name):
+    """The six updates as three chunks of two."""
+    return run(name, updates_per_chunk=2)
 
 
 @pytest.mark.slow
@@ -88,18 +87,17 @@ def test_same_seed_gives_bitwise_identical_state_and_metrics(name, whole):
     assert leaves_equal(whole.history, again.history)
 
 
-def test_different_seeds_give_different_params(name, whole):
-    other = run(name, updates_per_chunk=UPDATES, seed=1)
-    assert not leaves_equal(whole.agents.state.params, other.agents.state.params)
+def test_different_seeds_give_different_params(name, whole, other_seed):
+    assert not leaves_equal(whole.agents.state.params, other_seed.agents.state.params)
 
 
 @pytest.mark.slow
-def test_one_chunk_equals_several_chunks(name, whole_as_users):
-    # Compiled with the emitters users get (``run_as_users``): with the suite's quick ones,
-    # programs of different chunk lengths round differently.
-    pieces = run_as_users(name, updates_per_chunk=1)
-    uneven = run_as_users(name, updates_per_chunk=5)  # 5 + 1
-    whole = whole_as_users
+def test_one_chunk_equals_several_chunks(name, whole, pieces):
+    # Six updates as one chunk, three of two, and four then two. (A one-update chunk compiles
+    # its loop away: with the suite's quick XLA settings it rounds floats differently from
+    # longer chunks, which with XLA's default settings it does not. The checkpoint tests
+    # compare runs of one-update chunks with each other.)
+    uneven = run(name, updates_per_chunk=4)
     assert leaves_equal(whole.agents, pieces.agents)
     assert leaves_equal(whole.agents, uneven.agents)
     assert leaves_equal(whole.history, pieces.history)
@@ -107,12 +105,10 @@ def test_one_chunk_equals_several_chunks(name, whole_as_users):
 
 
 @pytest.mark.slow
-def test_vmapped_seed_i_equals_a_single_run_with_seed_i(name):
-    # Two seeds and one update per chunk, as the checkpoint tests train the smoke config: the
-    # vmapped and the single programs are theirs, loaded from the compilation cache.
-    many = run(name, num_seeds=2, seed=5)
-    for i in range(2):
-        single = run(name, seed=5 + i)
+def test_vmapped_seed_i_equals_a_single_run_with_seed_i(name, whole, other_seed):
+    # Seeds 0 and 1 in one program against the single runs of seed 0 and of seed 1.
+    many = run(name, updates_per_chunk=UPDATES, num_seeds=2)
+    for i, single in enumerate([whole, other_seed]):
         params_i = jax.tree.map(lambda x, i=i: x[i : i + 1], many.agents.state.params)
         for a, b in zip(
             jax.tree.leaves(params_i), jax.tree.leaves(single.agents.state.params), strict=True
@@ -166,17 +162,16 @@ def test_update_traces_once_across_repeated_chunk_calls(name):
 
 
 @pytest.mark.slow
-def test_evaluating_during_training_changes_nothing_of_it(name, whole_as_users):
-    # One update per chunk, as the chunk invariance test compiles it (the compilation cache
-    # serves it); the evaluation after updates 3 and 6 is the one program compiled here.
+def test_evaluating_during_training_changes_nothing_of_it(name, pieces):
+    # Chunks of two, as ``pieces`` (the compilation cache serves them); the evaluation after
+    # updates 2, 4 and 6 is the one program compiled here.
     spec, cfg = smoke(name)
     algo = spec.make(cfg).algo
     program = make_evaluation(algo, envs.from_config(cfg, 2))
-    with emitters_as_users():
-        evaluated = train(algo, cfg, updates_per_chunk=1, evaluation=Evaluation(3, program))
-    assert leaves_equal(whole_as_users.agents, evaluated.agents)
-    assert leaves_equal(whole_as_users.history, evaluated.history)
-    np.testing.assert_array_equal(evaluated.evaluations["update"], [3, 6])
+    evaluated = train(algo, cfg, updates_per_chunk=2, evaluation=Evaluation(2, program))
+    assert leaves_equal(pieces.agents, evaluated.agents)
+    assert leaves_equal(pieces.history, evaluated.history)
+    np.testing.assert_array_equal(evaluated.evaluations["update"], [2, 4, 6])
     assert np.isfinite(evaluated.evaluations["eval/return"]).all()
 
 
@@ -259,15 +254,18 @@ def valid_variants(cfg, field: str) -> list:
 
 
 # A field reaches the program in one of three ways, each proved without compiling a program:
-# - it changes the shapes of the parameters ``init`` makes (read through ``eval_shape``);
+# - it changes the shapes of the parameters ``init`` makes (the shapes of its traced program);
 # - it is a traced hyperparameter: it enters the state's ``hparams`` as data, and the parameters
 #   after two updates depend on it (the jaxpr of two updates, dead code removed, still reads
 #   that input);
-# - otherwise it is compiled in: the lowered program of ``init`` or of ``update`` differs.
+# - otherwise it is compiled in: the traced program (jaxpr and constants) of ``init`` or of
+#   ``update`` differs. What XLA compiles is lowered from exactly these, so equal ones would
+#   compile to the same program; ``test_a_rebuilt_config_traces_to_the_same_programs`` checks
+#   that an unchanged config traces to equal ones, so a difference is the field's.
 # Two fields act only at run time, outside the programs: ``seed`` (the key ``init`` is given;
-# ``test_different_seeds_give_different_params`` trains with another seed and compares) and,
-# for SAC and TD3, whose updates read no schedule, ``total_timesteps`` (the number of updates
-# the loop runs, checked below); ``num_seeds`` is the vmap invariant's.
+# ``test_different_seeds_give_different_params`` trains with another seed and compares) and
+# ``num_seeds`` (the vmap invariant's). For SAC and TD3, whose updates read no schedule,
+# ``total_timesteps`` changes the number of updates the loop runs (checked below).
 RUNTIME_FIELDS = ("seed", "num_seeds")
 
 
@@ -278,13 +276,38 @@ def abstract_state(spec, algo, cfg):
     return state._replace(hparams=jax.eval_shape(lambda: hparams))
 
 
-def lowered_programs(spec, cfg) -> tuple[str, str]:
-    """The lowered text of ``init`` and of ``update`` for ``cfg`` (the update lowered on the
-    shapes of ``init``'s state: the traced hyperparameters come in as data)."""
-    algo = spec.make(cfg).algo
-    init = jax.jit(algo.init).lower(jax.random.key(cfg.seed)).as_text()
-    update = jax.jit(algo.update).lower(abstract_state(spec, algo, cfg), jax.random.key(0))
-    return init, update.as_text()
+class Traced:
+    """The programs of one config as traced (jaxprs with their constants), ``update``'s traced
+    only when asked (on the shapes of ``init``'s state: the traced hyperparameters come in as
+    data)."""
+
+    def __init__(self, spec, cfg):
+        self.spec, self.cfg = spec, cfg
+        self.algo = spec.make(cfg).algo
+        self.init, self.state = jax.make_jaxpr(self.algo.init, return_shape=True)(
+            jax.random.key(cfg.seed)
+        )
+
+    @property
+    def param_shapes(self) -> list:
+        return [x.shape for x in jax.tree.leaves(self.state.params)]
+
+    @functools.cached_property
+    def update(self):
+        state = abstract_state(self.spec, self.algo, self.cfg)
+        return jax.make_jaxpr(self.algo.update)(state, jax.random.key(0))
+
+    def same_programs(self, other: Traced) -> bool:
+        return same_jaxpr(self.init, other.init) and same_jaxpr(self.update, other.update)
+
+
+def same_jaxpr(a, b) -> bool:
+    """Equal equations, shapes and literals, and equal constants."""
+    if str(a.jaxpr) != str(b.jaxpr) or len(a.consts) != len(b.consts):
+        return False
+    return all(
+        np.array_equal(as_numpy(x), as_numpy(y)) for x, y in zip(a.consts, b.consts, strict=True)
+    )
 
 
 def hparams_the_params_read(spec, cfg) -> set[str]:
@@ -309,16 +332,14 @@ def hparams_the_params_read(spec, cfg) -> set[str]:
 
 
 @functools.cache
-def base_programs(name: str):
-    """The smoke config's lowered programs and the traced hyperparameters its parameters read."""
-    spec, cfg = base_smoke(name)
-    return lowered_programs(spec, cfg), hparams_the_params_read(spec, cfg)
+def base_traced(name: str) -> Traced:
+    return Traced(*base_smoke(name))
 
 
-def initial_param_shapes(spec, cfg) -> list:
-    algo = spec.make(cfg).algo
-    params = jax.eval_shape(algo.init, jax.random.key(cfg.seed)).params
-    return [x.shape for x in jax.tree.leaves(params)]
+@functools.cache
+def base_reads(name: str) -> set[str]:
+    """The traced hyperparameters the smoke config's parameters read."""
+    return hparams_the_params_read(*base_smoke(name))
 
 
 def field_cases():
@@ -332,30 +353,39 @@ def field_cases():
 
 
 @pytest.mark.slow
+def test_a_rebuilt_config_traces_to_the_same_programs(name):
+    # Built again from an equal config, the programs compare equal: the comparison below sees
+    # the config's effect, not the building's (no object addresses, no fresh names).
+    spec, cfg = base_smoke(name)
+    again = Traced(spec, dataclasses.replace(cfg))
+    assert base_traced(name).same_programs(again)
+    assert base_traced(name).param_shapes == again.param_shapes
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name, field", list(field_cases()))
 def test_every_config_field_changes_the_program(name, field):
     """Changing the field must change what the run computes: the shapes of the parameters
-    (read through ``eval_shape``, without compiling), the value of a traced hyperparameter the
-    parameters depend on, or the lowered program of ``init`` or ``update``; for
-    ``total_timesteps`` at least the number of updates the run takes."""
+    ``init`` makes, the value of a traced hyperparameter the parameters depend on, or the
+    traced program of ``init`` or ``update``; for ``total_timesteps`` at least the number of
+    updates the run takes. Nothing is lowered or compiled."""
     spec, smoke_cfg = base_smoke(name)
     variants = valid_variants(smoke_cfg, field)
     assert variants, f"{name}: no valid value to try for --{field.replace('_', '-')}"
-    base_shapes = initial_param_shapes(spec, smoke_cfg)
-    if any(base_shapes != initial_param_shapes(spec, v) for v in variants):
+    base = base_traced(name)
+    traced = [Traced(spec, v) for v in variants]
+    if any(t.param_shapes != base.param_shapes for t in traced):
         return
-    base_texts, read = base_programs(name)
     if field in spec.traced:
-        assert field in read, f"{name}: the parameters never read the traced {field}"
+        assert field in base_reads(name), f"{name}: the parameters never read the traced {field}"
         base_value, *values = (
             float(np.asarray(getattr(spec.hparams_cls.from_config(c), field)))
             for c in (smoke_cfg, *variants)
         )
         assert any(v != base_value for v in values), (base_value, values)
         return
-    for variant in variants:
-        if lowered_programs(spec, variant) != base_texts:
-            return
+    if not all(t.same_programs(base) for t in traced):
+        return
     # A budget the update never reads (SAC and TD3 as CleanRL has them: no schedule spans the
     # run) still changes the run through its length, the number of updates the loop runs.
     if field == "total_timesteps" and any(v.num_updates != smoke_cfg.num_updates for v in variants):

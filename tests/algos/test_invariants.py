@@ -150,10 +150,11 @@ def test_update_traces_once_across_repeated_chunk_calls(name):
         traces += 1
         return algo.update(state, key)
 
-    # Compiled as the loop compiles a one-update chunk (inputs donated), which the compilation
-    # cache already holds from the other tests.
+    # Compiled as the loop compiles ``whole``'s chunk (inputs donated), which the compilation
+    # cache already holds.
     chunk = jax.jit(
-        over_seeds(make_run_chunk(algo._replace(update=counting_update), 1)), donate_argnums=0
+        over_seeds(make_run_chunk(algo._replace(update=counting_update), UPDATES)),
+        donate_argnums=0,
     )
     agents = init_agents(algo, [0])
     for _ in range(3):
@@ -176,8 +177,9 @@ def test_evaluating_during_training_changes_nothing_of_it(name, pieces):
 
 
 def test_runs_clean_under_key_reuse_checking(name):
+    # The check runs as the program is traced; what compiles is ``whole``'s program.
     with jax.debug_key_reuse(True):
-        result = run(name)
+        result = run(name, updates_per_chunk=UPDATES)
     assert result.timing.updates_done == UPDATES
 
 

@@ -78,9 +78,11 @@ class Learning(NamedTuple):
     """The module of the pip extra the environment needs; the case is skipped without it."""
 
     def command(self) -> list[str]:
+        # Checkpoints only where a further check reads the run (a loaded policy).
+        saves = () if self.also else ("--no-checkpoints",)
         return [
             "--env", self.env, "--num-seeds", str(self.num_seeds),
-            "--total-timesteps", str(self.steps), *self.flags,
+            "--total-timesteps", str(self.steps), *self.flags, *saves,
         ]  # fmt: skip
 
 

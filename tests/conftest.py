@@ -65,17 +65,21 @@ hypothesis.settings.load_profile("purerl")
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Runs the modules holding a ``long`` test before all others, each module kept whole.
+    """Runs the modules holding a ``long`` test first, then those holding a ``slow`` one, and
+    the modules of fast tests last, each module kept whole.
 
     pytest-xdist hands each worker a contiguous block of the collection and lets idle workers
     steal from the end of the others' blocks, so a 40-60 s test near the end of a block keeps
     one worker busy long after the other ran out (measured: the Ray search test, last in its
     block, ended the suite 40 s after the other worker). Started first, the long tests overlap
-    the short ones. Module order is kept otherwise, so module fixtures are still set up once.
-    This hook sees the whole session's items, ``benchmarks/tests`` included.
+    the short ones, and the many sub-second fast tests at the end even the workers out (the
+    collection used to end with ``benchmarks/tests``, seconds a test). Module order is kept
+    otherwise, so module fixtures are still set up once. This hook sees the whole session's
+    items, ``benchmarks/tests`` included.
     """
     with_long = {item.path for item in items if item.get_closest_marker("long")}
-    items.sort(key=lambda item: item.path not in with_long)
+    with_slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (item.path not in with_long) + (item.path not in with_slow))
 
 
 class SessionRun(NamedTuple):

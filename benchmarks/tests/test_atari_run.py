@@ -28,6 +28,7 @@ def test_the_slm_lab_preset_is_its_protocol_at_10m_frames():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.envpool
 def test_dry_run_trains_evaluates_and_brings_back_what_the_table_imports(tmp_path):
     pytest.importorskip("envpool")

@@ -58,6 +58,7 @@ def skipped_for_a_package(row: dict) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_quick_check_of_two_groups_installs_runs_and_writes_both_reports(tmp_path):
     # The suite's share of the device check: the whole path (bundle size, install, the devices
     # group, groups in their own processes, both reports) through two of its groups. The full

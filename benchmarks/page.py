@@ -159,7 +159,8 @@ def gpu_rows(root: Path, paths: list[str]) -> tuple[dict | None, list[dict]]:
         headers.append(data["header"])
         rows.update({row["name"]: row for row in data["rows"]})
     named = [header for header in headers if header.get("devices")]
-    return (named or headers)[0], list(rows.values())
+    dates = sorted({header["date"][:10] for header in headers if header.get("date")})
+    return {**(named or headers)[0], "dates": dates}, list(rows.values())
 
 
 def gpu_section(header: dict, rows: list[dict], paths: list[str]) -> list[str]:
@@ -196,7 +197,8 @@ def gpu_section(header: dict, rows: list[dict], paths: list[str]) -> list[str]:
     return [
         f"## On one GPU ({header['label']})",
         "",
-        f"`python -m benchmarks.device` on {header['date'][:10]} (reports: {links}); the peer is",
+        f"`python -m benchmarks.device` on {' and '.join(header['dates'])} (reports: {links}); "
+        "the peer is",
         "`benchmarks/reference.py` in the same process, calls alternating.",
         "",
         *table(["workload", "purerl steps/s", "reference steps/s", "purerl / reference"], speed,

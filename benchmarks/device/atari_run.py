@@ -16,9 +16,11 @@ In order, within ``--budget-s`` seconds of wall time:
    (times, status, returns, the device), ``log.txt`` (each step's output),
    ``run/config.json``, ``run/metrics.jsonl`` and ``run/summary.json`` (a run directory without
    checkpoints, which ``benchmarks.table --import-run`` reads), ``returns_smoothed.png`` and
-   ``episode.gif``; when the run did not finish, ``resume.tar.gz`` holds its newest checkpoint
-   too (if under 16 MiB), which ``--resume resume.tar.gz`` continues on the next call (with
-   ``--total-timesteps``, a budget longer than one call: SLM Lab's 10M agent steps).
+   ``episode.gif``; when the run did not finish, ``resume.tar.gz`` holds its files and newest
+   checkpoint instead of ``run/`` (split into ``resume.tar.gz.0``, ``.1``, ... where it passes
+   16 MiB: a Nature CNN's weights and Adam moments are about 20 MiB), which
+   ``--resume resume.tar.gz`` continues on the next call (with ``--total-timesteps``, a budget
+   longer than one call: SLM Lab's 10M agent steps).
 
 Exit code 0 when the run finished and was evaluated, 1 otherwise (what was reached still comes
 back).
@@ -42,6 +44,10 @@ from benchmarks.device.checks import purerl_command, run_command
 
 RETURNED_MIB = 16.0
 """The largest file a device run brings back."""
+RETURNED_FILES = 8
+"""The most files a device run brings back."""
+PART_BYTES = int((RETURNED_MIB - 0.25) * 2**20)
+"""The size of each part of a split ``resume.tar.gz``."""
 RUN_FILES = ("config.json", "metrics.jsonl", "summary.json")
 
 
@@ -60,7 +66,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget-s", type=float, default=585.0, help="wall time for all steps")
     parser.add_argument(
-        "--reserve-s", type=float, default=50.0, help="seconds kept for eval and copying"
+        "--reserve-s", type=float, default=75.0, help="seconds kept for eval and copying"
     )
     parser.add_argument("--eval-episodes", type=int, default=8)
     parser.add_argument("--video-steps", type=int, default=1500, help="most steps in the GIF")
@@ -137,30 +143,64 @@ def newest_checkpoint(run_dir: Path) -> Path | None:
     return max(folders, key=lambda p: int(p.name), default=None)
 
 
-def bring_back(run_dir: Path, out: Path, finished: bool) -> list[str]:
-    """Copies the run's small files under ``out``; an unfinished run's newest checkpoint too."""
+def bring_back(run_dir: Path, out: Path, finished: bool, scratch: Path) -> list[str]:
+    """Copies the run's small files under ``out``: ``run/`` for a finished run, else
+    ``resume.tar.gz`` (its files and newest checkpoint) in as many parts as its size needs."""
     kept = []
-    (out / "run").mkdir(exist_ok=True)
-    for name in RUN_FILES:
-        if (run_dir / name).is_file():
-            shutil.copyfile(run_dir / name, out / "run" / name)
-            kept.append(f"run/{name}")
     if (run_dir / "returns_smoothed.png").is_file():
         shutil.copyfile(run_dir / "returns_smoothed.png", out / "returns_smoothed.png")
         kept.append("returns_smoothed.png")
     checkpoint = newest_checkpoint(run_dir)
-    if not finished and checkpoint is not None:
-        target = out / "resume.tar.gz"
-        with tarfile.open(target, "w:gz") as archive:
-            for name in RUN_FILES:
-                if (run_dir / name).is_file():
-                    archive.add(run_dir / name, arcname=name)
-            archive.add(checkpoint, arcname=f"checkpoints/{checkpoint.name}")
-        if target.stat().st_size > RETURNED_MIB * 2**20:
-            target.unlink()
-        else:
-            kept.append(target.name)
+    if finished or checkpoint is None:
+        (out / "run").mkdir(exist_ok=True)
+        for name in RUN_FILES:
+            if (run_dir / name).is_file():
+                shutil.copyfile(run_dir / name, out / "run" / name)
+                kept.append(f"run/{name}")
+        return kept
+    whole = scratch / f"resume-{os.getpid()}.tar.gz"
+    with tarfile.open(whole, "w:gz") as archive:
+        for name in RUN_FILES:
+            if (run_dir / name).is_file():
+                archive.add(run_dir / name, arcname=name)
+        archive.add(checkpoint, arcname=f"checkpoints/{checkpoint.name}")
+    parts = -(-whole.stat().st_size // PART_BYTES)
+    room = RETURNED_FILES - sum(p.is_file() for p in out.rglob("*"))
+    if parts == 1:
+        shutil.move(whole, out / "resume.tar.gz")
+        return [*kept, "resume.tar.gz"]
+    if parts <= room:
+        with whole.open("rb") as source:
+            for index in range(parts):
+                (out / f"resume.tar.gz.{index}").write_bytes(source.read(PART_BYTES))
+                kept.append(f"resume.tar.gz.{index}")
+    whole.unlink()
     return kept
+
+
+def resume_parts(path: Path) -> list[Path]:
+    """``resume.tar.gz`` itself, or its parts ``resume.tar.gz.0``, ``.1``, ... in order."""
+    if path.is_file():
+        return [path]
+    parts = sorted(path.parent.glob(path.name + ".*"), key=lambda p: p.suffix)
+    parts = [p for p in parts if p.suffix[1:].isdigit()]
+    parts.sort(key=lambda p: int(p.suffix[1:]))
+    if not parts or [int(p.suffix[1:]) for p in parts] != list(range(len(parts))):
+        raise FileNotFoundError(f"{path} (or its parts {path.name}.0, .1, ...) not found")
+    return parts
+
+
+def extract_resume(path: Path, run_dir: Path) -> None:
+    """Unpacks a brought-back ``resume.tar.gz`` (whole or in parts) into ``run_dir``."""
+    parts = resume_parts(path)
+    whole = run_dir.parent / f"{run_dir.name}.resume.tar.gz"
+    with whole.open("wb") as target:
+        for part in parts:
+            target.write(part.read_bytes())
+    run_dir.mkdir(parents=True)
+    with tarfile.open(whole) as archive:
+        archive.extractall(run_dir, filter="data")
+    whole.unlink()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,9 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = scratch / f"atari-run-{os.getpid()}" if not args.run_dir else scratch
     if args.resume:
         # A run an earlier call stopped: its files and newest checkpoint, continued here.
-        run_dir.mkdir(parents=True)
-        with tarfile.open(args.resume) as archive:
-            archive.extractall(run_dir, filter="data")
+        try:
+            extract_resume(Path(args.resume), run_dir)
+        except (FileNotFoundError, tarfile.TarError) as error:
+            print(f"error: --resume: {error}; name the resume.tar.gz an earlier call brought "
+                  "back", file=sys.stderr)  # fmt: skip
+            return 2
         command = [*purerl_command(), "train", "--resume", str(run_dir), "--no-progress"]
     else:
         command = [*purerl_command(), "train", "ppo", "--preset", args.preset,
@@ -231,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             lines = [line for line in output.splitlines() if line.strip()]
             steps.record(name, exit_code=code, seconds=round(seconds, 1), output=lines[-6:])
             evaluated = code == 0 if name == "eval" else evaluated
-    kept = bring_back(run_dir, out, finished)
+    kept = bring_back(run_dir, out, finished, scratch)
     # Last: starting JAX here would take the device from the run for seconds.
     steps.report["header"] = device_header()
     steps.record("returned", files=kept, seconds=round(time.monotonic() - start, 1))

@@ -57,3 +57,49 @@ def test_dry_run_trains_evaluates_and_brings_back_what_the_table_imports(tmp_pat
     assert outcome.summary.num_updates == 2 and outcome.cfg.gae_lambda == 0.70
     machine = table.this_machine(str(out / "run"))
     assert machine.machine == "cpu" and machine.versions["jax"] == report["header"]["jax"]
+
+
+def test_an_unfinished_run_comes_back_in_parts_that_resume_whole(tmp_path, monkeypatch):
+    from benchmarks.device import atari_run
+
+    run_dir, out = tmp_path / "run", tmp_path / "out"
+    (run_dir / "checkpoints" / "7" / "state").mkdir(parents=True)
+    (run_dir / "checkpoints" / "3").mkdir()
+    weights = os.urandom(50_000)  # incompressible, as trained weights are
+    (run_dir / "checkpoints" / "7" / "state" / "weights").write_bytes(weights)
+    for name in atari_run.RUN_FILES:
+        (run_dir / name).write_text(name)
+    out.mkdir()
+    for name in ("log.txt", "report.json", "episode.gif"):
+        (out / name).write_text(name)
+    monkeypatch.setattr(atari_run, "PART_BYTES", 20_000)
+
+    kept = atari_run.bring_back(run_dir, out, finished=False, scratch=tmp_path)
+    assert kept == ["resume.tar.gz.0", "resume.tar.gz.1", "resume.tar.gz.2"]
+    assert all((out / name).stat().st_size <= 20_000 for name in kept)
+    assert not (out / "run").exists()  # its files are in the archive
+    assert len(list(out.iterdir())) <= atari_run.RETURNED_FILES
+
+    again = tmp_path / "again" / "run"
+    again.parent.mkdir()
+    atari_run.extract_resume(out / "resume.tar.gz", again)
+    assert (again / "checkpoints" / "7" / "state" / "weights").read_bytes() == weights
+    assert not (again / "checkpoints" / "3").exists()  # the newest checkpoint only
+    assert sorted(p.name for p in again.iterdir()) == sorted(["checkpoints", *atari_run.RUN_FILES])
+
+    (out / "resume.tar.gz.1").unlink()  # a part left behind: one line, exit code 2
+    code = atari_run.main(["--out", str(tmp_path / "next"), "--dry-run",
+                           "--resume", str(out / "resume.tar.gz")])  # fmt: skip
+    assert code == 2
+
+
+def test_a_finished_run_comes_back_as_a_run_directory(tmp_path):
+    from benchmarks.device import atari_run
+
+    run_dir, out = tmp_path / "run", tmp_path / "out"
+    (run_dir / "checkpoints" / "2").mkdir(parents=True)
+    for name in atari_run.RUN_FILES:
+        (run_dir / name).write_text(name)
+    out.mkdir()
+    kept = atari_run.bring_back(run_dir, out, finished=True, scratch=tmp_path)
+    assert kept == [f"run/{name}" for name in atari_run.RUN_FILES]

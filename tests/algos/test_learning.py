@@ -6,8 +6,9 @@ Every case checks the same things of its run's summary: the algorithm and seeds 
 env steps per seed within the budget, and its final return (each seed's mean over its last 100
 episodes) against the case's bounds: averaged over seeds and, where given, for every seed. A
 case that claims more (a policy that remembers, a game random play loses) adds its check. The
-observed figures beside the cases were measured on the 2-core development CPU unless said
-otherwise.
+observed figures beside the cases were measured on the 2-core development CPU, each run on
+one core at the learning runs' XLA settings (``tests.helpers.LEARNING_XLA_FLAGS``: opt level 1,
+the loop emitters; the README run keeps XLA's defaults), unless said otherwise.
 """
 
 from __future__ import annotations
@@ -145,31 +146,34 @@ CASES = [
     Learning("ppo-CartPole-v1", "ppo", "CartPole-v1", 4, 500_000, at_least(475), readme_run=True),
     # The preset, one seed, 98 updates of 4,096 steps (about 4e5; 98 updates split into equal
     # chunks, so one chunk program compiles). Chance (uniformly random torques) is about -1200,
-    # the first, near-random update's return. Observed: -169.9 on seed 0, -147.5 on seed 3,
-    # -180.0 and -154.8 on seeds 100-101; about 16 s on one core, half of it compiling.
+    # the first, near-random update's return. Observed: -165.6 on seed 0, -169.8 on seed 100;
+    # about 14 s on one core, 4 of them compiling.
     Learning("ppo-Pendulum-v1", "ppo", "Pendulum-v1", 1, 401_408, above(-500)),
     # The preset (PureJaxRL's settings), 2 vmapped seeds with a fifth of its budget (its
-    # exploration schedule shrinks with it). Chance (random actions) is about 22. Observed: 258.9
-    # and 272.0 on seeds 0-1, 498.0 and 271.0 on seeds 100-101, in 1e5 steps; about 15 s on one
-    # core, 9 of them compiling (the full budget reaches 490.3 +- 0.8, BENCHMARKS.md).
+    # exploration schedule shrinks with it). Chance (random actions) is about 22. Observed: 259.6
+    # and 293.8 on seeds 0-1, 442.8 and 257.3 on seeds 100-101, in 1e5 steps; about 9.5 s on one
+    # core, 3.4 of them compiling (the full budget reaches 490.3 +- 0.8, BENCHMARKS.md).
     Learning("dqn-CartPole-v1", "dqn", "CartPole-v1", 2, 100_000, at_least(150)),
     # The preset, 2 vmapped seeds, 2e5 steps each (its budget is 5e5: BENCHMARKS.md has what it
-    # reaches). Chance is about 22. Observed: 218.0 and 231.4 on seeds 0-1, 304.1 and 233.0 on
-    # seeds 100-101; about 15 s on one core, 10 of them compiling.
+    # reaches). Chance is about 22. Observed: 205.8 and 272.3 on seeds 0-1 (a mean of 239.1);
+    # on seed pairs from 100, 102 and 104, means of 165.9, 218.0 and 264.7; about 9 s on one
+    # core, 3.8 of them compiling.
     Learning("pqn-CartPole-v1", "pqn", "CartPole-v1", 2, 200_000, at_least(150)),
     # SAC and TD3: the Pendulum-v1 presets' settings with half their budget, one seed (about
-    # 25 s on one core, compile included); the reported return is the mean of the last 100
+    # 11-12 s on one core, compile included); the reported return is the mean of the last 100
     # episodes (2e4 steps), most of them after learning. Random actions score about -1200, the
     # full presets (6e4 steps, 2 seeds) end near -150 (BENCHMARKS.md); the bound is well clear
-    # of random play, with room for other CPUs' rounding. Observed: SAC -406.3 on seed 0
-    # (seeds 0-1 vmapped: a mean of -418.7), TD3 -347.8 on seed 0 (seeds 0-1: -375.0).
+    # of random play, with room for other CPUs' rounding. Observed: SAC -414.0 on seed 0,
+    # -495.6, -406.6 and -447.4 on seeds 100, 102 and 104; TD3 -367.0 on seed 0, -401.4 on 100.
     Learning("sac-Pendulum-v1", "sac", "Pendulum-v1", 1, 30_000, above(-600)),
     Learning("td3-Pendulum-v1", "td3", "Pendulum-v1", 1, 30_000, above(-600)),
     # Memory, learned: on MemoryChain-bsuite a context shown at the start of an episode decides
     # the reward at its end, 5 steps later. PPO's preset for it (a GRU, 16 envs x 32 steps, its
     # own budget of 32,768 steps) recalls the context, and so does its loaded policy; the same
     # run with an MLP cannot. Observed on the tuning seeds 100-101 at 50k steps: every GRU seed
-    # at 1.0 from about 13k steps on, the MLP at -0.1 +- 0.1 (chance is 0).
+    # at 1.0 from about 13k steps on, the MLP at -0.1 +- 0.1 (chance is 0). At this budget: the
+    # GRU 0.99 and 1.0 on seeds 0-1, 1.0 and 1.0 on 100-101; the MLP -0.08 and -0.05, then 0.08
+    # and -0.02.
     Learning(
         "ppo-gru-MemoryChain-bsuite",
         algo="ppo",
@@ -190,9 +194,9 @@ CASES = [
         seed_return=at_most(0.3),
         flags=("--network", "mlp"),
     ),
-    # The Snake-v0 preset on the 6x6 grid, one seed. Observed: seed 0 reaches 7.1 (about 7
-    # food per game) in 5e5 steps, about 15 s on one core (seeds 0 and 1 vmapped: 7.9 and 5.8);
-    # random play scores -0.87. The preset's full learning curve is a benchmark run
+    # The Snake-v0 preset on the 6x6 grid, one seed. Observed: seed 0 reaches 7.7 (about 8
+    # food per game) in 5e5 steps, about 11 s on one core (seed 100: 7.7); random play scores
+    # -0.87. The preset's full learning curve is a benchmark run
     # (BENCHMARKS.md, Snake learning).
     Learning(
         "ppo-Snake-6x6-v0",
@@ -208,8 +212,8 @@ CASES = [
     # Action masks: tests/envs/masked_cue.py cues the action worth 1 among a mask that changes
     # every step; a policy uniform over the legal actions scores 4 x 0.544 = 2.18 an episode
     # (the cue is one of 1 + Binomial(3, 0.4) legal actions), the best 4. Observed on seeds 0
-    # and 1: 4.0 each in 8,192 steps (the first update: 2.2), about 10 s on two cores, compiling
-    # included.
+    # and 1: 3.96 and 3.98 in 8,192 steps (the first update: 2.2), the same on seeds 100-101,
+    # about 7 s on one core, compiling included.
     Learning(
         "ppo-masked-cue",
         algo="ppo",
@@ -222,8 +226,8 @@ CASES = [
     ),
     # XLand-MiniGrid's MiniGrid-Empty-5x5 from its 7x7x2 view (an MLP): reaching the goal pays
     # 1 - 0.9 steps / 100. Uniformly random actions score 0.26 (episodes of 76 steps); observed
-    # on seeds 0 and 1: 0.95 each (5.5 steps) in 32,768 steps, about 22 s on two cores, compiling
-    # included.
+    # on seeds 0 and 1: 0.95 each (5.5 steps) in 32,768 steps, 0.96 and 0.95 on seeds 100-101,
+    # about 12 s on one core, 8 of them compiling.
     Learning(
         "ppo-xminigrid-Empty-5x5",
         algo="ppo",

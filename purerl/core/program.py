@@ -197,7 +197,18 @@ def compile_chunk(
     placement: Placement | None = None,
 ):
     """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
+    return chunk_program(algo, num_updates, stream, placement).lower(agents).compile()
+
+
+@functools.lru_cache(maxsize=32)
+def chunk_program(
+    algo: Algo[S], num_updates: int, stream: StreamFn | None, placement: Placement | None
+) -> Any:
+    """The jitted chunk of ``num_updates`` updates over seeds, built once per algorithm, length,
+    stream and placement: another run of the same algorithm object in this process (other
+    seeds, a resumed run) traces, lowers and compiles it no more (JAX keeps each of those per
+    jitted function and input shapes), as ``init_program`` does for the agents."""
     chunk = over_seeds(make_run_chunk(algo, num_updates, stream), algo.lockstep)
     if placement is not None:
         chunk = place(placement, chunk)
-    return jax.jit(chunk, donate_argnums=0).lower(agents).compile()
+    return jax.jit(chunk, donate_argnums=0)

@@ -51,10 +51,19 @@ def smoke(name: str, **changes):
     return spec, cfg
 
 
+@functools.cache
+def built(name: str, cfg):
+    """The algorithm of ``cfg``, built once: runs of one config in this module share its
+    programs (``init_program``, ``chunk_program``), so a run repeated to compare results
+    executes the programs again without tracing or compiling them again. That equal configs
+    trace to equal programs is checked apart (``test_a_rebuilt_config_traces_to_the_same_programs``,
+    and the checkpoint tests' resumed runs)."""
+    return base_smoke(name)[0].make(cfg).algo
+
+
 def run(name: str, updates_per_chunk: int | None = None, **changes):
-    spec, cfg = smoke(name, **changes)
-    algo = spec.make(cfg).algo
-    return train(algo, cfg, updates_per_chunk=updates_per_chunk)
+    _, cfg = smoke(name, **changes)
+    return train(built(name, cfg), cfg, updates_per_chunk=updates_per_chunk)
 
 
 @pytest.fixture(scope="module", params=NAMES)
@@ -164,10 +173,10 @@ def test_update_traces_once_across_repeated_chunk_calls(name):
 
 @pytest.mark.slow
 def test_evaluating_during_training_changes_nothing_of_it(name, pieces):
-    # Chunks of two, as ``pieces`` (the compilation cache serves them); the evaluation after
-    # updates 2, 4 and 6 is the one program compiled here.
-    spec, cfg = smoke(name)
-    algo = spec.make(cfg).algo
+    # Chunks of two, as ``pieces`` (the same programs); the evaluation after updates 2, 4 and
+    # 6 is the one program compiled here.
+    _, cfg = smoke(name)
+    algo = built(name, cfg)
     program = make_evaluation(algo, envs.from_config(cfg, 2))
     evaluated = train(algo, cfg, updates_per_chunk=2, evaluation=Evaluation(2, program))
     assert leaves_equal(pieces.agents, evaluated.agents)
@@ -200,8 +209,8 @@ def test_state_leaves_are_numpy_convertible(name, whole):
 
 
 def test_greedy_acting_is_deterministic_and_shaped_like_the_action_space(name, whole):
-    spec, cfg = smoke(name)
-    algo = spec.make(cfg).algo
+    _, cfg = smoke(name)
+    algo = built(name, cfg)
     state = jax.tree.map(lambda x: x[0], whole.agents.state)
     memory = algos.initial_memory(algo, cfg.num_envs)
     first, _ = algos.policy_step(algo, state, state.obs, jax.random.key(0), True, memory)

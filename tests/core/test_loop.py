@@ -1,5 +1,6 @@
 """The host loop's planning and checks: chunk plans, non-finite losses, metrics rows."""
 
+import dataclasses
 import time
 from typing import NamedTuple
 
@@ -8,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.core.loop import CheckpointPolicy, first_nonfinite, nonfinite_message
+from purerl import algos
+from purerl.core.loop import CheckpointPolicy, first_nonfinite, nonfinite_message, train
 from purerl.core.program import Agent, over_seeds
 from purerl.core.report import ChunkReport
 from purerl.core.schedule import checkpoint_due, plan_chunks
@@ -126,3 +128,24 @@ def test_vmapped_seeds_share_lockstep_counters_and_refuse_seed_dependent_ones():
     assert len(set(np.asarray(values).tolist())) == 3
     with pytest.raises(ValueError, match="out_axes"):
         jax.jit(over_seeds(lambda a: advance(a, True), ("position",)))(agents)
+
+
+def test_a_second_run_of_one_algorithm_object_traces_nothing_again():
+    # Another seed of the same algorithm in one process: the same chunk program, run again.
+    spec = algos.get("dqn")
+    cfg = dataclasses.replace(spec.smoke, total_timesteps=2 * spec.smoke.env_steps_per_update)
+    algo = spec.make(cfg).algo
+    traces = 0
+
+    def counting_update(state, key):
+        nonlocal traces
+        traces += 1
+        return algo.update(state, key)
+
+    counted = algo._replace(update=counting_update)
+    first = train(counted, cfg, updates_per_chunk=2)
+    second = train(counted, dataclasses.replace(cfg, seed=1), updates_per_chunk=2)
+    assert traces == 1
+    assert second.timing.updates_done == 2
+    params = [jax.tree.leaves(r.agents.state.params)[0] for r in (first, second)]
+    assert not np.array_equal(*params)  # seed 1's own agent, not seed 0's again

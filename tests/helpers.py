@@ -312,3 +312,16 @@ def roll(env, actions, num_seeds=1):
         return jax.jit(run)(jax.random.key(0), actions)
     keys = jax.random.split(jax.random.key(0), num_seeds)
     return jax.jit(jax.vmap(run))(keys, actions)
+
+
+class CountedTraces:
+    """``algo`` with an ``update`` that counts how often JAX traces it (``count``)."""
+
+    def __init__(self, algo):
+        self.count = 0
+
+        def counting_update(state, key):
+            self.count += 1
+            return algo.update(state, key)
+
+        self.algo = algo._replace(update=counting_update)

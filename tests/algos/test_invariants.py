@@ -25,7 +25,7 @@ from purerl.core.program import (
     over_seeds,
 )
 from purerl.run.evaluate import make_evaluation
-from tests.helpers import TINY_TORSO, as_numpy, leaves_equal
+from tests.helpers import TINY_TORSO, CountedTraces, as_numpy, leaves_equal
 
 RECURRENT = {"ppo+gru": ("ppo", "gru"), "pqn+lstm": ("pqn", "lstm")}
 """Recurrent variants of the smoke configs, checked like the algorithms themselves."""
@@ -152,23 +152,14 @@ def test_init_is_one_program_whatever_the_traced_hyperparameters(name):
 def test_update_traces_once_across_repeated_chunk_calls(name):
     spec, cfg = smoke(name)
     algo = spec.make(cfg).algo
-    traces = 0
-
-    def counting_update(state, key):
-        nonlocal traces
-        traces += 1
-        return algo.update(state, key)
-
+    traces = CountedTraces(algo)
     # Compiled as the loop compiles ``whole``'s chunk (inputs donated), which the compilation
     # cache already holds.
-    chunk = jax.jit(
-        over_seeds(make_run_chunk(algo._replace(update=counting_update), UPDATES)),
-        donate_argnums=0,
-    )
+    chunk = jax.jit(over_seeds(make_run_chunk(traces.algo, UPDATES)), donate_argnums=0)
     agents = init_agents(algo, [0])
     for _ in range(3):
         agents, _ = chunk(agents)
-    assert traces == 1
+    assert traces.count == 1
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from purerl.core.program import Agent, over_seeds
 from purerl.core.report import ChunkReport
 from purerl.core.schedule import checkpoint_due, plan_chunks
 from purerl.run.rundir import report_rows
+from tests.helpers import CountedTraces
 
 
 @pytest.mark.parametrize(
@@ -134,18 +135,10 @@ def test_a_second_run_of_one_algorithm_object_traces_nothing_again():
     # Another seed of the same algorithm in one process: the same chunk program, run again.
     spec = algos.get("dqn")
     cfg = dataclasses.replace(spec.smoke, total_timesteps=2 * spec.smoke.env_steps_per_update)
-    algo = spec.make(cfg).algo
-    traces = 0
-
-    def counting_update(state, key):
-        nonlocal traces
-        traces += 1
-        return algo.update(state, key)
-
-    counted = algo._replace(update=counting_update)
-    first = train(counted, cfg, updates_per_chunk=2)
-    second = train(counted, dataclasses.replace(cfg, seed=1), updates_per_chunk=2)
-    assert traces == 1
+    traces = CountedTraces(spec.make(cfg).algo)
+    first = train(traces.algo, cfg, updates_per_chunk=2)
+    second = train(traces.algo, dataclasses.replace(cfg, seed=1), updates_per_chunk=2)
+    assert traces.count == 1
     assert second.timing.updates_done == 2
     params = [jax.tree.leaves(r.agents.state.params)[0] for r in (first, second)]
     assert not np.array_equal(*params)  # seed 1's own agent, not seed 0's again

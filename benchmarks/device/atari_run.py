@@ -182,10 +182,9 @@ def resume_parts(path: Path) -> list[Path]:
     """``resume.tar.gz`` itself, or its parts ``resume.tar.gz.0``, ``.1``, ... in order."""
     if path.is_file():
         return [path]
-    parts = sorted(path.parent.glob(path.name + ".*"), key=lambda p: p.suffix)
-    parts = [p for p in parts if p.suffix[1:].isdigit()]
-    parts.sort(key=lambda p: int(p.suffix[1:]))
-    if not parts or [int(p.suffix[1:]) for p in parts] != list(range(len(parts))):
+    numbered = {p.suffix[1:]: p for p in path.parent.glob(path.name + ".*")}
+    parts = [numbered[str(i)] for i in range(len(numbered)) if str(i) in numbered]
+    if not parts or len(parts) != sum(key.isdigit() for key in numbered):
         raise FileNotFoundError(f"{path} (or its parts {path.name}.0, .1, ...) not found")
     return parts
 

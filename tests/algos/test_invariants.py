@@ -63,7 +63,10 @@ def built(name: str, cfg):
 
 def run(name: str, updates_per_chunk: int | None = None, **changes):
     _, cfg = smoke(name, **changes)
-    return train(built(name, cfg), cfg, updates_per_chunk=updates_per_chunk)
+    # The seed reaches the agents' first keys only (``train`` reads it from ``cfg``), so a run of
+    # another seed executes the programs built for the smoke config's own.
+    programs = dataclasses.replace(cfg, seed=base_smoke(name)[1].seed)
+    return train(built(name, programs), cfg, updates_per_chunk=updates_per_chunk)
 
 
 @pytest.fixture(scope="module", params=NAMES)

@@ -44,6 +44,14 @@ def run(name, cfg, run_dir, stop=None, resume=False, resume_from=None, **options
     return session.run(request, stop)
 
 
+@pytest.fixture(scope="module")
+def ppo_whole(tmp_path_factory):
+    """PPO's smoke run, uninterrupted and without checkpoints, and its run directory: what the
+    resumed runs below must equal."""
+    run_dir = tmp_path_factory.mktemp("whole") / "run"
+    return run("ppo", PPO, run_dir, checkpoints=False), run_dir
+
+
 def smoke_of(variant: str):
     """An algorithm's name and smoke config; ``ppo+gru`` is PPO's with a small GRU."""
     name, _, network = variant.partition("+")
@@ -65,7 +73,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, var
     monkeypatch.setattr(jax.stages.Lowered, "compile", record_program)
     name, cfg = smoke_of(variant)
     cfg = dataclasses.replace(cfg, num_seeds=2)
-    whole = run(name, cfg, tmp_path / "whole")
+    whole = run(name, cfg, tmp_path / "whole", checkpoints=False)
     stopped = run(name, cfg, tmp_path / "cut", stop=StopAfter(3))
     assert stopped.result.interrupted and stopped.summary.num_updates == 3
     resumed = run(name, cfg, tmp_path / "cut", resume=True)
@@ -93,18 +101,18 @@ def test_resumed_summary_counts_the_time_of_every_process(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_drops_metric_rows_written_after_the_last_checkpoint(tmp_path):
+def test_resume_drops_metric_rows_written_after_the_last_checkpoint(tmp_path, ppo_whole):
     # Checkpoints every 4 updates; stopping after update 5 saves at 5 too, so emulate a kill
     # after update 5 by deleting that checkpoint: rows 5 must go, and the resumed run equals
     # an uninterrupted one.
-    whole = run("ppo", PPO, tmp_path / "whole")
+    whole, whole_dir = ppo_whole
     run("ppo", PPO, tmp_path / "cut", stop=StopAfter(5), checkpoint_every=4)
     shutil.rmtree(tmp_path / "cut" / "checkpoints" / "5")
     with open(tmp_path / "cut" / "metrics.jsonl", "a") as f:
         f.write('{"update": 6, "trunc')  # a row cut off by the kill
     resumed = run("ppo", PPO, tmp_path / "cut", resume=True)
     assert resumed.summary.resumed_from_update == 4
-    assert metric_rows(tmp_path / "whole") == metric_rows(tmp_path / "cut")
+    assert metric_rows(whole_dir) == metric_rows(tmp_path / "cut")
     assert leaves_equal(whole.result.agents.state.params, resumed.result.agents.state.params)
 
 
@@ -143,8 +151,8 @@ def test_a_resume_keeps_the_checkpoints_the_run_was_told_to_keep(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
-    whole = run("ppo", PPO, tmp_path / "whole")
+def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path, ppo_whole):
+    whole, whole_dir = ppo_whole
     cut = tmp_path / "cut"
     run("ppo", PPO, cut, stop=StopAfter(4), checkpoint_every=1, keep_checkpoints=10)
     for path in (cut / "checkpoints" / "4").rglob("*"):
@@ -154,7 +162,7 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
     resumed = run("ppo", PPO, cut, resume=True)
     assert resumed.summary.resumed_from_update == 3
     assert leaves_equal(whole.result.agents, resumed.result.agents)
-    assert metric_rows(tmp_path / "whole") == metric_rows(cut)
+    assert metric_rows(whole_dir) == metric_rows(cut)
     # Kept, byte for byte, out of the way of the new checkpoints; the resume says so.
     (moved,) = (cut / "unreadable-checkpoints").iterdir()
     assert moved.name.startswith("4-") and tree_digest(moved) == damaged
@@ -177,8 +185,8 @@ def test_a_garbage_folder_named_like_a_step_is_skipped_and_kept(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_from_an_explicit_step(tmp_path):
-    whole = run("ppo", PPO, tmp_path / "whole")
+def test_resume_from_an_explicit_step(tmp_path, ppo_whole):
+    whole, _ = ppo_whole
     cut = tmp_path / "cut"
     run("ppo", PPO, cut, stop=StopAfter(4), checkpoint_every=1, keep_checkpoints=10)
     # Saving after every update again, the resumed run meets the steps of checkpoints 3 and 4,
@@ -222,9 +230,9 @@ def test_errors_name_the_problem_and_leave_checkpoints_alone(tmp_path):
 
 @pytest.mark.slow
 def test_a_full_disk_stops_with_one_message_and_the_run_resumes_once_space_is_back(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, ppo_whole
 ):
-    whole = run("ppo", PPO, tmp_path / "whole")
+    whole, _ = ppo_whole
     saves = {"count": 0}
     real_save = checkpoint.Checkpointer.save
 

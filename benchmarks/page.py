@@ -102,7 +102,8 @@ def learning_section(section: str, records: list[LearningRecord]) -> list[str]:
         plot = f"[png]({r.plot})" if r.plot else "none"
         line = [r.algo.upper()] if memory else []
         line += [r.env, r.protocol, f"{r.steps_per_seed:,}", seeds]
-        line += [f"{r.final_mean:.1f} +- {r.final_std:.1f}", r.reference, wall, rate(r.steps_per_s)]
+        shown = results.show_return(r.final_mean, r.final_std)
+        line += [shown, r.reference, wall, rate(r.steps_per_s)]
         lines.append([*line, plot])
     on = sorted({r.where.machine for r in records})
     return [

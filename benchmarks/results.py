@@ -23,7 +23,9 @@ SPEED = "speed"
 DEVICE_REPORTS = "device.json"
 """The device-check reports the page shows, oldest first: ``{"reports": [paths]}``."""
 
-VERSIONED_PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "envpool", "brax")
+VERSIONED_PACKAGES = (
+    "jax", "jaxlib", "flax", "optax", "gymnax", "envpool", "brax", "jumanji", "xminigrid"
+)  # fmt: skip
 """Packages whose versions a new record keeps (those installed)."""
 
 SECTIONS = {
@@ -33,8 +35,27 @@ SECTIONS = {
     "sac": "SAC",
     "td3": "TD3",
     "memory": "Recurrent PPO and PQN on tasks that need memory",
+    "suites": "PPO on Jumanji and XLand-MiniGrid (action masks, structured observations)",
 }
 """Learning sections of the page, in order: an algorithm each, and the recurrent rows."""
+
+
+def return_places(mean: float) -> int:
+    """Decimals a record keeps of a row's returns, set by its mean: one, three below 10
+    (returns bounded by 1)."""
+    return 1 if abs(mean) >= 10 else 3
+
+
+def show_return(mean: float, std: float) -> str:
+    """``"mean +- std"`` as the page shows it: two decimals where the record keeps more than one
+    (``return_places``), else one."""
+
+    def kept(value: float) -> int:
+        text = repr(float(value))
+        return 0 if "e" in text else len(text.partition(".")[2])
+
+    places = 2 if max(kept(mean), kept(std)) >= 2 else 1
+    return f"{mean:.{places}f} +- {std:.{places}f}"
 
 
 class RecordError(ValueError):

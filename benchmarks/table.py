@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import importlib.util
 import json
 import os
 import shlex
@@ -78,6 +79,19 @@ class MatrixRow:
     """Another torso than the preset's (``--network``): the row's name ends in it."""
     memory: bool = False
     """A task that needs memory: the page shows it with the recurrent rows."""
+    suite: bool = False
+    """A Jumanji or XLand-MiniGrid task: the page shows it with the suites' rows."""
+    extra: str | None = None
+    """The optional dependency the row's environment needs (``pip install 'purerl[EXTRA]'``,
+    imported as EXTRA): without it the row is listed, not run."""
+
+    @property
+    def runnable(self) -> bool:
+        """Run here: not a GPU-only row, and its extra (if any) is installed."""
+        return not self.gpu_only and (
+            self.extra is None or importlib.util.find_spec(self.extra) is not None
+        )
+
     preset_name: str | None = None
     """A named preset (``--preset``) instead of the env's own: the row's name is built on it."""
     command: str | None = None
@@ -91,7 +105,7 @@ class MatrixRow:
     @property
     def section(self) -> str:
         """The page's section for the row (``benchmarks.results.SECTIONS``)."""
-        return "memory" if self.memory else self.algo
+        return "memory" if self.memory else "suites" if self.suite else self.algo
 
     @property
     def preset(self) -> Any:
@@ -136,6 +150,22 @@ NONE_FOUND = "no published figure found"
 PENDULUM_SAC = "no published figure at this budget found; random actions score about -1,200"
 BRAX_PENDULUM = "no published figure found; about 9,360 is the most a 1,000-step episode pays here"
 SNAKE = "purerl's own game: a return is food eaten, minus 1 for a death; random play scores -0.91"
+
+
+XMINIGRID_NONE = (
+    "no published figure found (XLand-MiniGrid publishes no single-task results); reaching the "
+    "goal pays 1 - 0.9 x steps / {limit}, else 0"
+)
+SUITE_NOTES = "preset, 256 envs x 32 steps, relu 256x256{what}"
+KNAPSACK = (
+    "20.07 optimal, 19.24 greedy on 1,000 instances of the same distribution (Bello et al. 2016, "
+    "Table 5); on Jumanji's own: {optimum} optimal, {greedy} greedy, {random} random play "
+    "(benchmarks/jumanji_bounds.py)"
+)
+GAME2048 = (
+    "no published figure found; random legal play scores {random} (benchmarks/jumanji_bounds.py)"
+)
+FLAT_VIEW = ", the 7x7x2 view flattened"
 
 
 def gymnax_blines_ppo(env: str) -> str:
@@ -267,6 +297,24 @@ MATRIX = (
         "pqn", "MemoryChain-bsuite", "the GRU preset with an MLP (64) instead",
         "an MLP cannot see the context it is asked for: 0 expected", network="mlp",
         memory=True,
+    ),
+    MatrixRow(
+        "ppo", "xminigrid/MiniGrid-DoorKey-8x8", SUITE_NOTES.format(what=FLAT_VIEW),
+        XMINIGRID_NONE.format(limit=640), suite=True, extra="xminigrid",
+    ),
+    MatrixRow(
+        "ppo", "xminigrid/MiniGrid-FourRooms", SUITE_NOTES.format(what=FLAT_VIEW),
+        XMINIGRID_NONE.format(limit=100), suite=True, extra="xminigrid",
+    ),
+    MatrixRow(
+        "ppo", "jumanji/Knapsack-v1", SUITE_NOTES.format(what=", items that do not fit masked"),
+        KNAPSACK.format(optimum="20.25", greedy="20.19", random="13.66"), suite=True,
+        extra="jumanji",
+    ),
+    MatrixRow(
+        "ppo", "jumanji/Game2048-v1",
+        SUITE_NOTES.format(what=", the 4x4 board of tile exponents flattened, rewards scaled"),
+        GAME2048.format(random="1,100 +- 536"), suite=True, extra="jumanji",
     ),
     MatrixRow(
         "ppo", "Breakout-v5", "Atari (EnvPool, frame skip 4, no sticky actions)",
@@ -414,9 +462,18 @@ def run_row(
     return RowOutcome(summary, smoothed, cfg, window)
 
 
+def shown_return(mean: float | None, std: float | None) -> str:
+    """A row's return as its record keeps it and the page shows it; ``-`` without episodes."""
+    if mean is None or mean != mean:
+        return format_return(mean, std)
+    places = results.return_places(mean)
+    return results.show_return(round(mean, places), round(std, places))
+
+
 def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[str]:
     if outcome is None:
-        notes = f"{row.notes}; measured on GPU only, not run on CPU"
+        why = "measured on GPU only, not run on CPU" if row.gpu_only else "extra not installed"
+        notes = f"{row.notes}; {why}"
         return [row.algo.upper(), row.env, notes, "-", "-", "-", row.reference, "-", "-", "-"]
     summary, cfg = outcome.summary, outcome.cfg
     preset = row.preset
@@ -432,7 +489,7 @@ def table_line(row: MatrixRow, outcome: RowOutcome | None, link: str) -> list[st
         f"{row.notes}; {budget}; plot smoothed over {outcome.window} {updates}",
         f"{summary.total_frames // summary.num_seeds:,}",
         str(summary.num_seeds),
-        format_return(summary.final_mean_return, summary.final_std_return),
+        shown_return(summary.final_mean_return, summary.final_std_return),
         row.reference,
         f"{summary.wall_time_s / 60:.1f} min",
         f"{summary.steps_per_second:,.0f}",
@@ -493,14 +550,16 @@ def row_record(
 ) -> results.LearningRecord:
     summary, cfg = outcome.summary, outcome.cfg
     first = int(cfg.seed)
+    places = results.return_places(summary.final_mean_return)
+    per_seed = summary.per_seed_final_return
     return results.LearningRecord(
         name=row.name, section=row.section, order=MATRIX.index(row), algo=row.algo,
         env=row.env, network=row.network, protocol=row.notes,
         steps_per_seed=summary.env_steps_per_seed,
         seeds=list(range(first, first + summary.num_seeds)),
-        final_mean=round(summary.final_mean_return, 1),
-        final_std=round(summary.final_std_return, 1),
-        per_seed_final=[None if r is None else round(r, 1) for r in summary.per_seed_final_return],
+        final_mean=round(summary.final_mean_return, places),
+        final_std=round(summary.final_std_return, places),
+        per_seed_final=[None if r is None else round(r, places) for r in per_seed],
         reference=row.reference, wall_time_s=round(summary.wall_time_s, 1),
         steps_per_s=round(summary.steps_per_second), plot=plot,
         plot_window_updates=outcome.window, command=row_command(row, cfg), measured=measured,
@@ -583,7 +642,7 @@ def main(argv: list[str]) -> int:
             budgets = parse_budgets(args.budgets, {row.name for row in MATRIX})
             stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
             out_dir = args.out_dir or Path("runs") / f"bench-{stamp}"
-            outcomes = [None if r.gpu_only else run_row(r, args, out_dir, budgets) for r in rows]
+            outcomes = [run_row(r, args, out_dir, budgets) if r.runnable else None for r in rows]
             origins = [str(out_dir / row.name) for row in rows]
     except (ConfigError, results.RecordError) as err:
         print(f"error: {err}", file=sys.stderr)

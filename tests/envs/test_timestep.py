@@ -139,6 +139,9 @@ def test_your_timestep_env_trains_from_the_command_line_and_resumes_exactly(tmp_
     assert without_time((run_dir / "metrics.jsonl").read_text().splitlines()) == without_time(rows)
 
 
+SUITES = ("jumanji", "xminigrid")
+
+
 def test_a_missing_extra_is_one_error_line_naming_it(monkeypatch):
     for module, extra in (("jumanji", "jumanji"), ("xminigrid", "xminigrid")):
         monkeypatch.setitem(sys.modules, module, None)  # as if not installed
@@ -147,6 +150,18 @@ def test_a_missing_extra_is_one_error_line_naming_it(monkeypatch):
         assert result.code == 2 and len(result.error_lines) == 1, result.stderr
         assert result.error_lines[0].startswith("error: ")
         assert f"pip install 'purerl[{extra}]'" in result.stderr
+
+
+def test_the_suites_ppo_presets_name_listed_ids_and_valid_configs():
+    from purerl.presets.ppo import PRESETS
+
+    suites = {env: cfg for env, cfg in PRESETS.items() if env.split("/")[0] in SUITES}
+    listed = {*timestep.JUMANJI_ENVS, *timestep.XMINIGRID_ENVS}
+    assert sum(e.startswith("jumanji/") for e in suites) >= 2
+    assert sum(e.startswith("xminigrid/") for e in suites) >= 2
+    for env, cfg in suites.items():
+        assert cfg.env == env and env.partition("/")[2] in listed
+        cfg.check()
 
 
 # Jumanji and XLand-MiniGrid themselves.

@@ -3,11 +3,18 @@
 rejax (pip install rejax) is the pure-JAX peer. Version 0.1.3 expects gymnax's pre-1.0 step,
 which returned ``(obs, state, reward, done, info)``; ``LegacyStep`` restores that signature and
 nothing else. Its in-loop evaluation is replaced by a no-op so only training is timed.
+
+XLand-MiniGrid's recurrent PPO (``xminigrid_ppo_runner``) is the suite's own baseline: the
+``training/`` folder of its repository, which the pip package does not ship.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -164,3 +171,101 @@ def make_rejax_sac(cfg: SACConfig) -> Callable[[jax.Array], object]:
         agent_kwargs={"activation": cfg.activation},
     )
     return without_evaluation(algo).train
+
+
+XMINIGRID_PPO = {
+    "num_epochs": 1,
+    "num_minibatches": 16,
+    "lr": 1e-3,
+    "anneal_lr": True,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_eps": 0.2,
+    "clip_value_loss": True,
+    "ent_coef": 0.01,
+    "vf_coef": 0.5,
+    "max_grad_norm": 0.5,
+    "network": "gru",
+    "bptt_len": 0,
+}
+"""The PPO settings of XLand-MiniGrid's ``training/train_single_task.py`` (its ``TrainConfig``
+defaults) in purerl's fields; the benchmark applies them to both sides. Its defaults for the
+rest: 8192 envs x 16 steps and a GRU of 1024."""
+
+XMINIGRID_HEAD = 256
+"""Hidden width of the baseline's actor and critic heads (its ``head_hidden_dim``)."""
+
+
+def xminigrid_ppo_config(cfg: PPOConfig) -> PPOConfig:
+    """``cfg`` with the baseline's PPO settings, and an embedding as wide as the GRU (its conv
+    encoder gives the GRU 1,041 inputs on a 7x7 view; purerl's MLP embedding ``rnn_size``)."""
+    if not cfg.env.startswith("xminigrid/"):
+        raise ValueError("the xminigrid peer trains xminigrid/<Name> environments")
+    return dataclasses.replace(cfg, **XMINIGRID_PPO, hidden_sizes=(cfg.rnn_size,))
+
+
+def xminigrid_ppo_runner(cfg: PPOConfig, baseline: Path) -> tuple[Callable[[int], float], float]:
+    """XLand-MiniGrid's single-task recurrent PPO at ``cfg``'s configuration: ``(run, compile_s)``
+    as ``benchmarks.throughput`` times its runners, ``run(call)`` training the whole budget once
+    on a fresh key.
+
+    ``baseline`` is the ``training/`` folder of a checkout of github.com/corl-team/xland-minigrid
+    (it imports ``pyrallis``, ``wandb`` and ``distrax``: pip install them beside it); measured
+    with the version whose ``train_single_task.py`` is at commit 1f5bc0c (observations without
+    the direction wrapper), its ``nn.py`` at 27c5c72 and ``utils.py`` at 43c66fb, where current
+    JAX needs one change: ``RolloutStats``' array defaults as ``default_factory``. Its program
+    is built and compiled as its script does (``make_states``, ``make_train`` under ``jax.pmap``
+    on one device, then ``lower(...).compile()``). Matched: environment, envs, steps per update,
+    epochs, minibatches of whole env sequences, learning rate annealed, the PPO coefficients
+    (``XMINIGRID_PPO``) and the GRU's width. What differs: its encoder (three 2x2 convolutions,
+    a previous-action embedding and the previous reward) where purerl embeds the flattened view
+    with one layer as wide as the GRU; its 256-unit actor and critic heads where purerl's are
+    linear (the GRU's 6.3M multiply-adds a step dominate both); and its per-update evaluation,
+    cut here to one episode (its ``eval_episodes``, 80 by default), which steps one environment
+    inside the timed program.
+    """
+    if not (baseline / "train_single_task.py").is_file():
+        raise FileNotFoundError(
+            f"{baseline}: no train_single_task.py there; give the training/ folder of a "
+            "checkout of github.com/corl-team/xland-minigrid"
+        )
+    sys.path.insert(0, str(baseline))
+    import train_single_task as xm  # noqa: PLC0415  (the baseline's own module)
+    from flax.jax_utils import replicate
+
+    config = xm.TrainConfig(
+        env_id=cfg.env.removeprefix("xminigrid/"),
+        rnn_hidden_dim=cfg.rnn_size,
+        head_hidden_dim=XMINIGRID_HEAD,
+        num_envs=cfg.num_envs,
+        num_steps=cfg.rollout_len,
+        update_epochs=cfg.num_epochs,
+        num_minibatches=cfg.num_minibatches,
+        total_timesteps=cfg.num_updates * cfg.batch_size,
+        lr=cfg.lr,
+        clip_eps=cfg.clip_eps,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef,
+        max_grad_norm=cfg.max_grad_norm,
+        eval_episodes=1,
+    )
+    start = time.perf_counter()
+    _, env, env_params, init_hstate, train_state = xm.make_states(config)
+    devices = jax.local_devices()[:1]
+    train_state = replicate(train_state, devices)
+    init_hstate = replicate(init_hstate, devices)
+    # Raw uint32 keys, as its script makes them (distrax samples with them).
+    keys = jax.random.split(jax.random.PRNGKey(0), 1)
+    train = xm.make_train(env, env_params, config)
+    compiled = train.lower(keys, train_state, init_hstate).compile()
+    compile_s = time.perf_counter() - start
+
+    def run(call: int) -> float:
+        fresh = jax.random.split(jax.random.PRNGKey(call + 1), 1)
+        begin = time.perf_counter()
+        jax.block_until_ready(compiled(fresh, train_state, init_hstate))
+        return time.perf_counter() - begin
+
+    return run, compile_s

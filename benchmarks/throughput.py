@@ -6,14 +6,19 @@
     python -m benchmarks.throughput --algo sac --env Pendulum-v1 --peers reference rejax
     python -m benchmarks.throughput --num-devices 2                    # seeds over 2 CPU devices
     python -m benchmarks.throughput --network gru --env CartPole-NoVelocity-v1 --peers reference mlp
+    python -m benchmarks.throughput --env xminigrid/MiniGrid-Empty-6x6 --peers xminigrid \
+        --xminigrid-baseline xland-minigrid/training --num-envs 1024 --rollout-len 16 --rnn-size 256
 
 Each configuration trains its whole budget as one compiled program (every seed vmapped; one
 seed unmapped). The peers run the same hyperparameters in the same process, alternating call by
 call with purerl (A B A B ...): ``reference`` is the minimal single-closure PPO / DQN of
 ``benchmarks/reference.py`` (SAC: ``benchmarks/reference_sac.py``; PPO with ``--network gru``:
 ``benchmarks/reference_rnn_ppo.py``), written in PureJaxRL's style as the bar to clear, ``rejax``
-the public rejax 0.1.3, and ``mlp`` purerl itself with the feed-forward torso at the same
-configuration and budget (beside ``--network gru`` or ``lstm``: what the recurrent torso costs).
+the public rejax 0.1.3, ``xminigrid`` XLand-MiniGrid's own recurrent PPO
+(``--xminigrid-baseline``: its repository's ``training/`` folder; both sides then take its PPO
+settings, one seed, ``benchmarks.peers.xminigrid_ppo_runner``), and ``mlp`` purerl itself with
+the feed-forward torso at the same configuration and budget (beside ``--network gru`` or
+``lstm``: what the recurrent torso costs).
 Following docs/measuring.md: compile is timed on its own (AOT; purerl's init program and
 chunk, a peer's one program that initialises and trains), then a warm-up call and ``--repeats``
 calls on fresh seeds; the table quotes their median, and the ratio column is the median of
@@ -90,8 +95,12 @@ class BenchArgs:
     repeats: int = 3
     """Timed calls after the warm-up call."""
     peers: tuple[str, ...] = ("reference",)
-    """Implementations timed beside purerl: reference, rejax (pip install rejax), mlp (purerl
-    with the feed-forward torso, beside a recurrent one), or none."""
+    """Implementations timed beside purerl: reference, rejax (pip install rejax), xminigrid
+    (XLand-MiniGrid's recurrent PPO; needs --xminigrid-baseline), mlp (purerl with the
+    feed-forward torso, beside a recurrent one), or none."""
+    xminigrid_baseline: Annotated[Path | None, hint("none", "DIR")] = None
+    """The training/ folder of a checkout of github.com/corl-team/xland-minigrid, for --peers
+    xminigrid."""
     num_devices: int = 1
     """Devices the seeds are split over (CPU devices on a CPU); rows whose seeds do not divide
     run on one device."""
@@ -107,6 +116,9 @@ def reference_ppo(cfg):
         return reference.make_ppo_train(cfg)
     return reference_rnn_ppo.make_train(cfg)
 
+
+XMINIGRID_PEER = "xminigrid"
+"""XLand-MiniGrid's own recurrent PPO (``benchmarks.peers.xminigrid_ppo_runner``)."""
 
 MLP_PEER = "mlp"
 """Not another implementation: purerl with ``network="mlp"``, the rest of the config unchanged."""
@@ -198,7 +210,10 @@ def bench_config(args: BenchArgs):
         overrides["hidden_sizes"] = peers.REJAX_DQN_HIDDEN
     if args.algo == "sac" and "rejax" in args.peers:
         overrides["policy_lr"] = base.q_lr  # rejax has one learning rate
-    return dataclasses.replace(base, **overrides)
+    cfg = dataclasses.replace(base, **overrides)
+    if XMINIGRID_PEER in args.peers:
+        cfg = peers.xminigrid_ppo_config(cfg)
+    return cfg
 
 
 def describe(algo_name: str, cfg) -> str:
@@ -223,6 +238,11 @@ def peer_label(peer: str, algo_name: str, cfg) -> str:
         recurrent = getattr(cfg, "network", "mlp") != "mlp"
         source = "reference_rnn_ppo.py" if recurrent else REFERENCE_FILES[algo_name]
         label = f"reference (benchmarks/{source})"
+    elif base == XMINIGRID_PEER:
+        label = (
+            "XLand-MiniGrid's training/train_single_task.py (recurrent PPO), with xminigrid "
+            f"{metadata.version('xminigrid')}"
+        )
     else:
         label = f"{base} {metadata.version(base)}"
     return f"{label}, split over {split} devices the same way" if split else label
@@ -238,7 +258,8 @@ def workload(algo_name: str, cfg) -> str:
         if f.name not in skip and getattr(cfg, f.name) != getattr(base, f.name)
     ]
     steps = cfg.num_updates * cfg.env_steps_per_update
-    preset = f"preset with {', '.join(changed)}" if changed else "preset"
+    base_name = "preset" if cfg.env in algos.get(algo_name).presets else "defaults"
+    preset = f"{base_name} with {', '.join(changed)}" if changed else base_name
     return f"{preset}, {steps:,} steps per seed"
 
 
@@ -251,6 +272,9 @@ def speed_record(
     key = peer.replace("/", "-") + ("dev" if "/" in peer else "")
     name = f"{args.algo}-{cfg.env.replace('/', '-')}-{num_seeds}seed{'s' * (num_seeds > 1)}"
     name += f"-{devices}dev-{key}"
+    if peer == XMINIGRID_PEER:
+        # Its rows differ by workload (envs, GRU width), not by seeds or devices.
+        name += f"-{cfg.num_envs}envs-gru{cfg.rnn_size}"
     shown = [a for a in argv if a != "--write-records"]
     if "--benchmarks" in shown:
         index = shown.index("--benchmarks")
@@ -288,7 +312,13 @@ def main(args: BenchArgs, argv: list[str] = ()) -> None:
     cfg = bench_config(args)
     chosen = [peer for peer in args.peers if peer != "none"]
     for peer in chosen:
-        if peer == MLP_PEER:
+        if peer == XMINIGRID_PEER:
+            if args.algo != "ppo" or args.xminigrid_baseline is None or args.seeds != (1,):
+                raise SystemExit(
+                    "error: --peers xminigrid times PPO at --seeds 1 and needs "
+                    "--xminigrid-baseline DIR (the training/ folder of its repository)"
+                )
+        elif peer == MLP_PEER:
             if getattr(cfg, "network", "mlp") == "mlp":
                 raise SystemExit("error: --peers mlp compares a --network gru or lstm with the mlp")
         elif peer not in PEERS or args.algo not in PEERS[peer]:
@@ -320,6 +350,12 @@ def main(args: BenchArgs, argv: list[str] = ()) -> None:
                 mlp = dataclasses.replace(cfg, network=MLP_PEER)
                 runners[name], compiles[name] = purerl_runner(args.algo, mlp, num_seeds, placement)
                 where[name] = devices
+                continue
+            if peer == XMINIGRID_PEER:
+                runners[peer], compiles[peer] = peers.xminigrid_ppo_runner(
+                    cfg, args.xminigrid_baseline
+                )
+                where[peer] = 1
                 continue
             runners[peer], compiles[peer] = peer_runner(peer, args.algo, cfg, num_seeds)
             where[peer] = 1

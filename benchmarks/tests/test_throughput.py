@@ -145,3 +145,20 @@ def test_reference_sac_losses_equal_purerls():
     for name, a, b in zip(["targets", "critic", "actor", "log_prob", "alpha"], ours, theirs,
                           strict=True):  # fmt: skip
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_the_xminigrid_peer_gives_both_sides_its_ppo_settings(tmp_path):
+    args = throughput.BenchArgs(
+        env="xminigrid/MiniGrid-Empty-6x6", peers=("xminigrid",), num_envs=64, rollout_len=16,
+        network="gru", rnn_size=32, seeds=(1,), xminigrid_baseline=tmp_path,
+    )  # fmt: skip
+    cfg = throughput.bench_config(args)
+    for field, value in peers.XMINIGRID_PPO.items():
+        assert getattr(cfg, field) == value, field
+    assert (cfg.num_envs, cfg.rollout_len, cfg.rnn_size, cfg.hidden_sizes) == (64, 16, 32, (32,))
+    with pytest.raises(ValueError, match="xminigrid/<Name>"):
+        peers.xminigrid_ppo_config(dataclasses.replace(cfg, env="CartPole-v1"))
+    with pytest.raises(FileNotFoundError, match="training/ folder"):
+        peers.xminigrid_ppo_runner(cfg, tmp_path)
+    with pytest.raises(SystemExit, match="--xminigrid-baseline"):
+        throughput.main(dataclasses.replace(args, xminigrid_baseline=None))

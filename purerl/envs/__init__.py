@@ -8,9 +8,9 @@ Ids come from backends: every gymnax id (classic control, MinAtar, bsuite, misc)
 probe environments (``envs/probes.py``), Snake (``envs/snake.py``), partially observable
 variants of gymnax tasks (``envs/partial.py``), EnvPool's Atari games, MuJoCo tasks and
 classic control (``envs/envpool.py``), Brax's physics environments (``envs/brax.py``) and
-MuJoCo Playground's DeepMind Control suite (``envs/playground.py``), Jumanji's and
-XLand-MiniGrid's environments as ``jumanji/<Name>`` and ``xminigrid/<Name>``
-(``envs/timestep.py``), and every id of Gymnasium's registry as ``gymnasium/<id>``
+MuJoCo Playground's DeepMind Control suite (``envs/playground.py``), Jumanji's,
+XLand-MiniGrid's and Navix's environments as ``jumanji/<Name>``, ``xminigrid/<Name>`` and
+``navix/<Name>`` (``envs/timestep.py``), and every id of Gymnasium's registry as ``gymnasium/<id>``
 (``envs/gymnasium_env.py``).
 Your own environments come as ``module:factory`` strings or as objects (``envs/custom.py``).
 Nothing is imported until it is needed: importing this package loads no environment library
@@ -198,6 +198,12 @@ def _xminigrid_factory(env_id: str, num_envs: int | None, **options: Any) -> Env
     return make_xminigrid(env_id, **options)
 
 
+def _navix_factory(env_id: str, num_envs: int | None, **options: Any) -> Environment:
+    from purerl.envs.timestep import make_navix
+
+    return make_navix(env_id, **options)
+
+
 def _register_static() -> None:
     """Backends whose ids are known without importing anything heavy."""
     from purerl.envs import brax, playground, timestep
@@ -235,6 +241,9 @@ def _register_static() -> None:
     xminigrid = EnvEntry(_xminigrid_factory, "XLand-MiniGrid", needs_reset_wrapper=True)
     for name in timestep.XMINIGRID_ENVS:
         register(timestep.XMINIGRID_PREFIX + name, xminigrid)
+    navix = EnvEntry(_navix_factory, "Navix", needs_reset_wrapper=True)
+    for name in timestep.NAVIX_ENVS:
+        register(timestep.NAVIX_PREFIX + name, navix)
 
 
 _register_static()
@@ -301,7 +310,8 @@ def make(
             ``purerl.envs.mujoco.MUJOCO_OPTIONS``; for Brax: ``backend``, ``episode_length``
             and the environment's constructor arguments; for MuJoCo Playground: ``episode_length``
             and ``purerl.envs.playground.CONFIG_OPTIONS``; for Jumanji: its constructor's
-            arguments; for XLand-MiniGrid: fields of its ``EnvParams``).
+            arguments; for XLand-MiniGrid: fields of its ``EnvParams``; for Navix: ``navix.make``'s
+            arguments).
 
     Returns:
         An auto-resetting environment whose steps report finished episodes in ``Step.episode``.

@@ -11,6 +11,10 @@ to call its ``reset`` and ``step`` and how it draws a frame (a ``Suite``):
 - XLand-MiniGrid (``xminigrid/<Name>``, ``pip install 'purerl[xminigrid]'``): ``reset(params,
   key) -> timestep``, ``step(params, timestep, action) -> timestep``, the timestep holding the
   state; frames from its RGB renderer.
+- Navix (``navix/<Name>``, ``pip install 'purerl[navix]'``; its releases after 0.7.4 need
+  Python 3.12, so Python 3.11 gets 0.7.4): ``reset(key) -> timestep``, ``step(timestep, action)
+  -> timestep``, whose ``step_type`` is 1 on a truncation and 2 on a termination and which has
+  no discount (``navix_view`` gives the adapter dm_env's terms); frames from its RGB renderer.
 - your own environment of Jumanji's interface (``--env module:factory``, or an object): an
   object with ``reset``, ``step`` and ``action_spec.num_values``; it needs no Jumanji installed.
 
@@ -47,6 +51,7 @@ from purerl.core.types import Array, Key
 
 JUMANJI_PREFIX = "jumanji/"
 XMINIGRID_PREFIX = "xminigrid/"
+NAVIX_PREFIX = "navix/"
 JUMANJI_ENVS = (
     "BinPack-v2", "CVRP-v1", "Cleaner-v0", "Connector-v3", "FlatPack-v0", "Game2048-v1",
     "GraphColoring-v1", "JobShop-v0", "Knapsack-v1", "LevelBasedForaging-v0", "MMST-v0",
@@ -70,6 +75,25 @@ XMINIGRID_ENVS = (
 )  # fmt: skip
 """``xminigrid.registered_environments()`` of XLand-MiniGrid 0.9.3 (the ``XLand-MiniGrid-R*``
 ones run with their default, empty ruleset: pass benchmark rulesets through your own factory)."""
+NAVIX_ENVS = (
+    "Navix-DistShift1-v0", "Navix-DistShift2-v0",
+    *(f"Navix-DoorKey-{n}x{n}-v0" for n in (5, 6, 8, 16)),
+    *(f"Navix-DoorKey-Random-{n}x{n}-v0" for n in (5, 6, 8, 16)),
+    "Navix-Dynamic-Obstacles-16x16-v0", "Navix-Dynamic-Obstacles-5x5-Random-v0",
+    "Navix-Dynamic-Obstacles-5x5-v0", "Navix-Dynamic-Obstacles-6x6-Random-v0",
+    "Navix-Dynamic-Obstacles-6x6-v0", "Navix-Dynamic-Obstacles-8x8-v0",
+    *(f"Navix-Empty-{n}x{n}-v0" for n in (5, 6, 8, 16)),
+    *(f"Navix-Empty-Random-{n}x{n}-v0" for n in (5, 6, 8, 16)),
+    "Navix-FourRooms-v0",
+    *(f"Navix-GoToDoor-{n}x{n}-v0" for n in (5, 6, 8)),
+    *(f"Navix-KeyCorridorS{s}R{r}-v0" for s, r in ((3, 1), (3, 2), (3, 3), (4, 3), (5, 3), (6, 3))),
+    *(f"Navix-LavaGapS{n}-v0" for n in (5, 6, 7)),
+    "Navix-SimpleCrossingS11N5-v0",
+    *(f"Navix-SimpleCrossingS9N{n}-v0" for n in (1, 2, 3)),
+)  # fmt: skip
+"""``navix.registry()`` of Navix 0.7.4 (the last release for Python 3.11)."""
+NAVIX_TRUNCATION, NAVIX_TERMINATION = 1, 2
+"""Navix's ``step_type`` of an episode's last step, cut by its time limit or ended."""
 LAST = 2
 """``step_type`` of an episode's last step (dm_env's, Jumanji's and XLand-MiniGrid's LAST)."""
 FIGURE_INCHES = (3.0, 3.0)
@@ -125,6 +149,45 @@ def xminigrid_frame(env: Any, params: Any, state: Any) -> np.ndarray:
     return np.asarray(env.render(params, state))
 
 
+class NavixView(NamedTuple):
+    """A Navix timestep in dm_env's terms, as the adapter reads them."""
+
+    observation: Any
+    reward: Array
+    discount: Array
+    step_type: Array
+
+
+def navix_view(timestep: Any) -> NavixView:
+    kind = jnp.asarray(timestep.step_type)
+    return NavixView(
+        observation=timestep.observation,
+        reward=timestep.reward,
+        discount=jnp.where(kind == NAVIX_TERMINATION, 0.0, 1.0),
+        step_type=jnp.where(kind > 0, LAST, 1),
+    )
+
+
+def navix_reset(env: Any, params: Any, key: Array) -> tuple[Any, Any]:
+    timestep = env.reset(key)
+    return timestep, navix_view(timestep)
+
+
+def navix_step(env: Any, params: Any, state: Any, action: Array) -> tuple[Any, Any]:
+    # Navix's ``step`` first resets a finished episode (a ``lax.cond``, which under ``vmap``
+    # computes the reset on every step); ``AutoReset`` resets here, so the transition alone.
+    timestep = env._step(state, action)
+    return timestep, navix_view(timestep)
+
+
+def navix_frame(env: Any, params: Any, state: Any) -> np.ndarray:
+    """The whole grid as Navix draws it (``navix.observations.rgb``)."""
+    import navix
+
+    state = jax.tree.map(jnp.asarray, state)  # it draws with .at[]: JAX arrays
+    return np.asarray(navix.observations.rgb(state.state))
+
+
 def own_frame(env: Any, params: Any, state: Any) -> np.ndarray | None:
     """Your environment's ``render(state)``, where it returns an RGB array."""
     frame = env.render(state) if callable(getattr(env, "render", None)) else None
@@ -133,6 +196,7 @@ def own_frame(env: Any, params: Any, state: Any) -> np.ndarray | None:
 
 JUMANJI = Suite(jumanji_reset, jumanji_step, jumanji_frame)
 XMINIGRID = Suite(xminigrid_reset, xminigrid_step, xminigrid_frame)
+NAVIX = Suite(navix_reset, navix_step, navix_frame)
 OWN = Suite(jumanji_reset, jumanji_step, own_frame)
 
 
@@ -316,6 +380,15 @@ def make_xminigrid(env_id: str, **options: Any) -> TimestepEnv:
         params = construct(env_id, params.replace, **options)
     sizes = (int(env.num_actions(params)),)
     return adapt_timestep(env, params, env_id, XMINIGRID, sizes, multi=False)
+
+
+def make_navix(env_id: str, **options: Any) -> TimestepEnv:
+    """A Navix environment; ``options`` go to ``navix.make`` (``max_steps``...)."""
+    from purerl.extras import import_extra
+
+    navix = import_extra("navix", "'purerl[navix]'", env_id)
+    env = construct(env_id, navix.make, env_id.removeprefix(NAVIX_PREFIX), **options)
+    return adapt_timestep(env, None, env_id, NAVIX, (int(env.action_space.n),), multi=False)
 
 
 def is_timestep_env(env: Any) -> bool:

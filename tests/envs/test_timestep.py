@@ -230,7 +230,44 @@ def test_xminigrid_steps_as_xminigrid_does_truncates_at_max_steps_and_draws_fram
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["jumanji/Maze-v0", "xminigrid/MiniGrid-Empty-5x5"])
+def test_navix_steps_as_navix_does_tells_truncation_from_termination_and_draws_frames():
+    navix = pytest.importorskip("navix")
+    native = navix.make("Navix-Empty-5x5-v0", max_steps=3)
+    env = timestep.make_navix("navix/Navix-Empty-5x5-v0", max_steps=3)
+    assert env.spec.obs_shape == (5, 5, 3) and env.spec.action_space == Discrete(7)
+    key = jax.random.key(4)
+    state, obs = env.reset(key, env.default_params)
+    expected = native.reset(jax.random.key_data(key))
+    np.testing.assert_array_equal(obs, expected.observation)
+    for action in (0, 0, 0):  # turning in place: the third step meets the time limit
+        state, out = env.step(jax.random.key(0), state, jnp.int32(action), env.default_params)
+        expected = native.step(expected, jnp.int32(action))
+        np.testing.assert_array_equal(out.obs, expected.observation)
+        assert float(out.reward) == float(expected.reward)
+    assert int(expected.step_type) == timestep.NAVIX_TRUNCATION
+    assert bool(out.truncated) and not bool(out.terminated)
+    # Reaching the goal (forward twice, turn right, forward twice on Empty-5x5's fixed layout)
+    # ends the episode as a termination that pays.
+    long = timestep.make_navix("navix/Navix-Empty-5x5-v0")
+    state, _ = long.reset(key, long.default_params)
+    for action in (2, 2, 1, 2, 2):
+        state, out = long.step(jax.random.key(0), state, jnp.int32(action), long.default_params)
+    assert bool(out.terminated) and float(out.reward) > 0
+    first, second = two_frames("navix/Navix-Empty-5x5-v0")
+    assert first.ndim == 3 and first.shape[2] == 3 and first.dtype == np.uint8
+    assert not np.array_equal(first, second)
+
+
+def test_the_listed_navix_ids_are_its_registry():
+    navix = pytest.importorskip("navix")
+    assert set(timestep.NAVIX_ENVS) == set(navix.registry())
+    assert envs.lookup("navix/Navix-Empty-5x5-v0").family == "Navix"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "env_id", ["jumanji/Maze-v0", "xminigrid/MiniGrid-Empty-5x5", "navix/Navix-Empty-5x5-v0"]
+)
 def test_ppo_trains_on_the_suites_from_the_command_line_and_loads(env_id, tmp_path):
     pytest.importorskip(env_id.partition("/")[0])
     run_dir = tmp_path / "run"
@@ -244,7 +281,8 @@ def test_ppo_trains_on_the_suites_from_the_command_line_and_loads(env_id, tmp_pa
     _, obs = env.reset(jax.random.key(1), env.default_params)
     for greedy in (True, False):
         actions = np.asarray(policy(obs, greedy=greedy))
-        assert actions.shape == (64,) and actions.min() >= 0 and actions.max() < 6
+        assert actions.shape == (64,) and actions.min() >= 0
+        assert actions.max() < env.spec.action_space.num_actions
         if env.spec.masked:
             assert np.asarray(obs.action_mask)[np.arange(64), actions].all()
     listed = run_cli("envs", env_id)

@@ -16,13 +16,15 @@ stderr; an internal bug still shows its traceback.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("purerl.cli.train", "train an agent (purerl train <algorithm> --help)"),
@@ -132,7 +134,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "purerl") -> int:
     owns_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     writes_runs = bool(argv) and argv[0] in RUN_WRITERS
-    return guarded(lambda: dispatch(argv, prog), owns_process, writes_runs)
+    code = guarded(lambda: dispatch(argv, prog), owns_process, writes_runs)
+    return exit_now(code) if owns_process else code
 
 
 RUN_WRITERS = ("train", "search")
@@ -222,6 +225,27 @@ def run_script(module: str, function: str, *leading: str) -> None:
 
     writes_runs = module.rpartition(".")[2] in RUN_WRITERS
     sys.exit(guarded(command, writes_runs=writes_runs))
+
+
+def exit_now(code: int) -> NoReturn:
+    """Ends a process whose command has returned ``code``, without the interpreter's teardown.
+
+    What a normal exit does that can matter still happens: other non-daemon threads are
+    joined, ``atexit`` handlers run (JAX's, logging's, any library's), standard output and
+    error are flushed. What is skipped is freeing every module and object one by one, which
+    with JAX, flax and matplotlib loaded takes about 0.4 s of a short run's wall time; the
+    operating system reclaims the memory at once. Files the command wrote are closed by then
+    (the run layer closes its sinks, checkpoints and locks before returning).
+    """
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def output_closed(owns_process: bool, writes_runs: bool = True) -> int:

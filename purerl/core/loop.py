@@ -20,7 +20,7 @@ import numpy as np
 
 from purerl.core.algo import Algo
 from purerl.core.parallel import Placement, fetch, replicas_fingerprints
-from purerl.core.program import Agent, EvalFn, StreamFn, compile_chunk, init_agents
+from purerl.core.program import Agent, EvalFn, StreamFn, build_program, compile_chunk
 from purerl.core.report import ChunkReport, Sink
 from purerl.core.schedule import checkpoint_due, plan_chunks, plan_evaluated_chunks
 from purerl.core.stats import FINAL_WINDOW_EPISODES, recent_mean_return
@@ -229,8 +229,8 @@ def train(
         NonFiniteLossError: a loss turned NaN or infinite (nothing after it is saved).
     """
     begin = time.perf_counter()
+    agents = None
     if start is None:
-        agents = init_agents(algo, [spec.seed + i for i in range(spec.num_seeds)], placement)
         history, done, earlier = History(), 0, []
     else:
         agents, history, done = start.agents, History(start.history), start.updates_done
@@ -245,7 +245,13 @@ def train(
         lengths = plan_evaluated_chunks(
             spec.num_updates, updates_per_chunk, evaluation.every, every, done
         )
-    compiled = {n: compile_chunk(algo, agents, n, stream, placement) for n in sorted(set(lengths))}
+    if agents is None:
+        seeds = [spec.seed + i for i in range(spec.num_seeds)]
+        agents, compiled = build_program(algo, seeds, sorted(set(lengths)), stream, placement)
+    else:
+        compiled = {
+            n: compile_chunk(algo, agents, n, stream, placement) for n in sorted(set(lengths))
+        }
     evaluate = None
     if evaluation is not None and any(
         u % evaluation.every == 0 for u in np.cumsum([done, *lengths])[1:]

@@ -11,6 +11,7 @@ once per chunk length (``compile_chunk``). Update ``u`` of every seed draws its 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from purerl.config import MAX_UPDATES
 from purerl.core.algo import Algo
-from purerl.core.parallel import Placement, place
+from purerl.core.parallel import DEVICE_AXIS, Placement, place
 from purerl.core.report import emit
 from purerl.core.types import Array, Key, Metrics
 
@@ -92,6 +93,13 @@ def init_agents(
     its own traced hyperparameters (fields ``[S]``, a sweep's); by default every agent gets
     ``algo.hparams``.
     """
+    return committed(init_program(algo, placement)(init_inputs(algo, seeds, placement, hparams)))
+
+
+def init_inputs(
+    algo: Algo[S], seeds: Sequence[int], placement: Placement | None, hparams: Any = None
+) -> tuple[Array, Any]:
+    """What ``init_program`` takes: the seeds and each agent's traced hyperparameters."""
     seeds = jnp.asarray(seeds, jnp.int32)
     if hparams is None and algo.hparams is not None:
         hparams = jax.tree.map(lambda x: np.full(seeds.shape, x, np.float32), algo.hparams)
@@ -99,10 +107,63 @@ def init_agents(
         seeds, hparams = jax.tree.map(
             lambda x: jnp.broadcast_to(x, (placement.num_devices, *x.shape)), (seeds, hparams)
         )
-    agents = init_program(algo, placement)((seeds, hparams))
-    # Committed to where they are (no copy), as restored checkpoints are: the chunk program
-    # then lowers to the same text, and a resumed run loads it from the compilation cache.
+    return seeds, hparams
+
+
+def committed(agents: Agent[S]) -> Agent[S]:
+    """``agents`` committed to where they are (no copy), as restored checkpoints are: the chunk
+    program then lowers to the same text, and a resumed run loads it from the compilation
+    cache."""
     return jax.device_put(agents, jax.tree.map(lambda x: x.sharding, agents))
+
+
+def agents_sharding(placement: Placement | None) -> jax.sharding.Sharding:
+    """Where ``init_agents`` puts every leaf of the agents: the default device, or split over
+    the placement's devices along the leading axis."""
+    if placement is None:
+        device = jax.config.jax_default_device or jax.devices()[0]
+        if isinstance(device, str):
+            device = jax.devices(device)[0]
+        return jax.sharding.SingleDeviceSharding(device)
+    return jax.sharding.NamedSharding(placement.mesh, jax.sharding.PartitionSpec(DEVICE_AXIS))
+
+
+def build_program(
+    algo: Algo[S],
+    seeds: Sequence[int],
+    lengths: Sequence[int],
+    stream: StreamFn | None = None,
+    placement: Placement | None = None,
+) -> tuple[Agent[S], dict[int, Any]]:
+    """Fresh agents for ``seeds`` and the compiled chunk of each length in ``lengths``,
+    compiled together: the initialisation compiles on a second thread while the chunks are
+    traced, lowered and compiled against its output's shapes (XLA compiles outside Python's
+    lock). Results are those of ``init_agents`` and ``compile_chunk``, the same programs."""
+    inputs = init_inputs(algo, seeds, placement)
+    program = init_program(algo, placement)
+    traced = program.trace(inputs)
+    lowered = traced.lower()
+    done: dict[str, Any] = {}
+
+    def compile_init() -> None:
+        try:
+            done["init"] = lowered.compile()
+        except BaseException as err:  # raised again on the main thread
+            done["error"] = err
+
+    worker = threading.Thread(target=compile_init, name="purerl-init-compile", daemon=True)
+    worker.start()
+    try:
+        sharding = agents_sharding(placement)
+        shapes = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), traced.out_info
+        )
+        compiled = {n: compile_chunk(algo, shapes, n, stream, placement) for n in lengths}
+    finally:
+        worker.join()
+    if "error" in done:
+        raise done["error"]
+    return committed(done["init"](inputs)), compiled
 
 
 @functools.lru_cache(maxsize=32)

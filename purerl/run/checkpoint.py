@@ -215,15 +215,24 @@ class Checkpointer:
         # then report to the closed loop, each with a traceback, unless the loops are
         # ``_FinishingLoop``s. So the manager lives inside ``_orbax_quietly`` until ``close``.
         self.quiet = contextlib.ExitStack()
-        self.quiet.enter_context(_orbax_quietly())
-        try:
-            self.manager = _manager(self.directory, keep_last, keep_best, on_written=self.seal)
-        except BaseException:
-            self.quiet.close()
-            raise
+        self.keep = (keep_last, keep_best)
+        self._manager: Any = None
         self.last_saved: int | None = None
         """Updates done at the run's latest checkpoint: the last this process saved, or the
         one a resumed run continues from."""
+
+    @property
+    def manager(self) -> Any:
+        """The orbax manager, made at the first save: a new run imports orbax (about a quarter
+        of a second) while its programs compile (``purerl.run.prefetch``), not before."""
+        if self._manager is None:
+            self.quiet.enter_context(_orbax_quietly())
+            try:
+                self._manager = _manager(self.directory, *self.keep, on_written=self.seal)
+            except BaseException:
+                self.quiet.close()
+                raise
+        return self._manager
 
     def save(
         self,
@@ -296,6 +305,9 @@ class Checkpointer:
     def close(self) -> None:
         """Waits for pending saves to finish (raising what a failed one raised) and stops the
         manager's background threads either way."""
+        if self._manager is None:
+            self.quiet.close()
+            return
         try:
             self.manager.wait_until_finished()
         finally:

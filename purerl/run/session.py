@@ -36,6 +36,7 @@ from purerl.core.report import Sink
 from purerl.run import checkpoint, rundir
 from purerl.run.capacity import disk_bytes, format_bytes, is_disk_full, out_of_memory_message
 from purerl.run.control import EarlyStop
+from purerl.run.prefetch import PrefetchSink
 from purerl.run.setup import Setup, TrainRequest, cpu_split_hint, make_evaluation, prepare
 from purerl.run.signals import StopOnSignal, Stopped
 from purerl.run.sinks import ProgressSink, notify, warn
@@ -108,6 +109,16 @@ def run(
     finally:
         if lock is not None:
             lock.release()
+
+
+def later_imports(setup: Setup, run_dir: Path | None, first_save: bool, main: bool) -> list[str]:
+    """What a run imports only once training is under way: orbax for its first checkpoint,
+    matplotlib for its learning curves (``purerl.run.prefetch`` imports them once training
+    has started)."""
+    modules = ["orbax.checkpoint"] if first_save else []
+    if run_dir is not None and main and draws_curves(setup):
+        modules.append("purerl.run.plots")
+    return modules
 
 
 def ended_before_keeping_anything(run_dir: Path, err: BaseException) -> bool:
@@ -287,6 +298,9 @@ def train_and_finish(
         from purerl.run.init_from import initial_snapshot
 
         loop_start = initial_snapshot(setup, options.init_from, extra_sinks)
+    sinks.append(
+        PrefetchSink(later_imports(setup, run_dir, saver is not None and start is None, main))
+    )
     if stop is not None:
         stop.training = True
     try:

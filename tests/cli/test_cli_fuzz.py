@@ -167,12 +167,13 @@ def test_a_traced_value_beyond_float32_is_refused_before_anything_is_made(tmp_pa
 
 def fail_compiling(monkeypatch, message: str) -> None:
     """Every chunk's compile fails with ``message`` (as XLA reports a device out of memory)."""
-    from purerl.core import loop
+    from purerl.core import loop, program
 
     def failing(*args, **kwargs):
         raise jax.errors.JaxRuntimeError(message)
 
-    monkeypatch.setattr(loop, "compile_chunk", failing)
+    monkeypatch.setattr(loop, "compile_chunk", failing)  # a resumed run's
+    monkeypatch.setattr(program, "compile_chunk", failing)  # a new run's, beside its init
 
 
 def full_disk_for_config(monkeypatch) -> None:

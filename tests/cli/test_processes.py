@@ -46,7 +46,25 @@ def metric_lines(run_dir):
 EVERY_ALGORITHM = """
 import sys
 from purerl.cli import main
+from purerl.run import session
 
+HEAVY = ("orbax", "matplotlib", "gymnax", "gymnasium", "scipy", "PIL", "tensorboardX", "wandb",
+         "ray", "envpool", "brax", "mujoco")
+
+def loaded():
+    return sorted({name.partition(".")[0] for name in sys.modules} & set(HEAVY))
+
+for name in sys.argv[1::3]:
+    main(["train", name, "--help"])
+print(f"after help: {loaded()}", flush=True)
+
+real_train = session.train
+
+def train(*args, **kwargs):
+    print(f"training starts: orbax {'orbax' in loaded()}", flush=True)
+    return real_train(*args, **kwargs)
+
+session.train = train
 for name, config, run_dir in zip(*[iter(sys.argv[1:])] * 3):
     code = main(["train", name, "--config", config, "--run-dir", run_dir, "--no-progress"])
     print(f"{name} exit {code}", flush=True)
@@ -67,6 +85,13 @@ def test_a_tiny_run_of_every_algorithm_from_its_config_file_in_a_fresh_process(t
     proc = run_process("-c", EVERY_ALGORITHM, *argv)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("final mean return") == len(algos.names()), proc.stdout
+    # Help loads no environment, checkpoint, plotting or logging library; the first run loads
+    # orbax only once its training is under way (``purerl.run.prefetch``), after that it is in.
+    assert "after help: []" in proc.stdout, proc.stdout
+    starts = [line for line in proc.stdout.splitlines() if line.startswith("training starts")]
+    assert starts == ["training starts: orbax False"] + ["training starts: orbax True"] * (
+        len(algos.names()) - 1
+    ), proc.stdout
     for name in algos.names():
         assert f"{name} exit 0" in proc.stdout, proc.stdout
         summary = json.loads((tmp_path / name / "run" / "summary.json").read_text())

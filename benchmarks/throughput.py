@@ -63,7 +63,7 @@ from purerl.core.parallel import (
     request_cpu_devices,
     select_devices,
 )
-from purerl.core.program import compile_chunk, init_agents
+from purerl.core.program import build_program, init_agents
 from purerl.options import hint
 from purerl.runtime import configure_jax
 
@@ -144,10 +144,12 @@ def purerl_runner(
 ) -> tuple[Runner, float]:
     algo = algos.get(algo_name).make(cfg).algo
     # The peers' one program initialises too, so purerl's compile counts its init program (its
-    # first call: compile, then microseconds of work) as well as the chunk.
+    # first call: compile, then microseconds of work) as well as the chunk, built as a run
+    # builds them (``build_program``: init compiles beside the chunk).
     start = time.perf_counter()
-    agents = jax.block_until_ready(init_agents(algo, range(num_seeds), placement))
-    compiled = compile_chunk(algo, agents, cfg.num_updates, placement=placement)
+    agents, programs = build_program(algo, list(range(num_seeds)), [cfg.num_updates], None, placement)
+    jax.block_until_ready(agents)
+    compiled = programs[cfg.num_updates]
     compile_s = time.perf_counter() - start
 
     def run(call: int) -> float:

@@ -10,9 +10,10 @@ once per chunk length (``compile_chunk``). Update ``u`` of every seed draws its 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
@@ -128,6 +129,31 @@ def agents_sharding(placement: Placement | None) -> jax.sharding.Sharding:
     return jax.sharding.NamedSharding(placement.mesh, jax.sharding.PartitionSpec(DEVICE_AXIS))
 
 
+@contextlib.contextmanager
+def straight_line_threefry() -> Iterator[None]:
+    """While lowering an initialisation: JAX's Threefry hash as the straight-line code it
+    emits on accelerators, instead of the five-iteration loop it emits for CPUs.
+
+    The same integer operations, so the same bits. XLA:CPU compiles an initialisation (a dozen
+    random draws for the networks' weights) in about half the time this way: PPO's 1.3 s ->
+    0.85 s, SAC's 1.7 s -> 0.85 s; inside a chunk the loop compiles faster, so chunks keep it.
+    JAX has no public switch for this: where its internals differ, nothing changes.
+    """
+    try:
+        from jax._src.interpreters import mlir
+        from jax._src.random.threefry2x32 import threefry2x32_p
+
+        cpu_rules = mlir._platform_specific_lowerings["cpu"]
+        loop_rule = cpu_rules.pop(threefry2x32_p)
+    except (ImportError, AttributeError, KeyError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        cpu_rules[threefry2x32_p] = loop_rule
+
+
 def build_program(
     algo: Algo[S],
     seeds: Sequence[int],
@@ -142,7 +168,8 @@ def build_program(
     inputs = init_inputs(algo, seeds, placement)
     program = init_program(algo, placement)
     traced = program.trace(inputs)
-    lowered = traced.lower()
+    with straight_line_threefry():
+        lowered = traced.lower()
     done: dict[str, Any] = {}
 
     def compile_init() -> None:

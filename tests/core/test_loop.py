@@ -16,8 +16,10 @@ from purerl.core.program import (
     agents_sharding,
     build_program,
     chunk_program,
+    init_agent,
     init_agents,
     over_seeds,
+    straight_line_threefry,
 )
 from purerl.core.report import ChunkReport
 from purerl.core.schedule import checkpoint_due, plan_chunks
@@ -171,3 +173,18 @@ def test_a_new_run_compiles_its_initialisation_beside_the_chunk_for_the_same_age
     _, metrics = compiled[2](agents)
     _, again = program(expected)
     np.testing.assert_array_equal(metrics["loss/total"], again["loss/total"])
+
+
+def test_straight_line_threefry_changes_how_init_lowers_not_what_it_draws():
+    spec = algos.get("dqn")
+    algo = spec.make(spec.smoke).algo
+    seeds = jnp.arange(2, dtype=jnp.int32)
+    looped = jax.jit(lambda s: jax.vmap(lambda x: init_agent(algo, x))(s)).lower(seeds)
+    with straight_line_threefry():
+        straight = jax.jit(lambda s: jax.vmap(lambda y: init_agent(algo, y))(s)).lower(seeds)
+    assert looped.as_text().count("stablehlo.while") > straight.as_text().count("stablehlo.while")
+    drawn = [jax.tree.leaves(program.compile()(seeds)) for program in (looped, straight)]
+    for a, b in zip(*drawn, strict=True):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(a, b)

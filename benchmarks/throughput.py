@@ -147,7 +147,9 @@ def purerl_runner(
     # first call: compile, then microseconds of work) as well as the chunk, built as a run
     # builds them (``build_program``: init compiles beside the chunk).
     start = time.perf_counter()
-    agents, programs = build_program(algo, list(range(num_seeds)), [cfg.num_updates], None, placement)
+    agents, programs = build_program(
+        algo, list(range(num_seeds)), [cfg.num_updates], None, placement
+    )
     jax.block_until_ready(agents)
     compiled = programs[cfg.num_updates]
     compile_s = time.perf_counter() - start

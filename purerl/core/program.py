@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -134,9 +135,10 @@ def straight_line_threefry() -> Iterator[None]:
     """While lowering an initialisation: JAX's Threefry hash as the straight-line code it
     emits on accelerators, instead of the five-iteration loop it emits for CPUs.
 
-    The same integer operations, so the same bits. XLA:CPU compiles an initialisation (a dozen
-    random draws for the networks' weights) in about half the time this way: PPO's 1.3 s ->
-    0.85 s, SAC's 1.7 s -> 0.85 s; inside a chunk the loop compiles faster, so chunks keep it.
+    The same integer operations, so the same bits. At XLA's default settings XLA:CPU compiles
+    an initialisation (a dozen random draws for the networks' weights) in about half the time
+    this way: PPO's 1.3 s -> 0.85 s, SAC's 1.7 s -> 0.85 s. Inside a chunk the loop compiles
+    faster, so chunks keep it, and so does everything under lighter settings (``xla_defaults``).
     JAX has no public switch for this: where its internals differ, nothing changes.
     """
     try:
@@ -154,6 +156,16 @@ def straight_line_threefry() -> Iterator[None]:
         cpu_rules[threefry2x32_p] = loop_rule
 
 
+def xla_defaults() -> bool:
+    """Whether XLA compiles with its default optimisation settings: ``XLA_FLAGS`` sets neither
+    the backend's optimisation level nor XLA:CPU's fusion emitters (``purerl doctor --quick``
+    and the test suite lower both; there the rolled Threefry loop compiles faster)."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    return (
+        "xla_backend_optimization_level" not in flags and "xla_cpu_use_fusion_emitters" not in flags
+    )
+
+
 def build_program(
     algo: Algo[S],
     seeds: Sequence[int],
@@ -168,7 +180,7 @@ def build_program(
     inputs = init_inputs(algo, seeds, placement)
     program = init_program(algo, placement)
     traced = program.trace(inputs)
-    with straight_line_threefry():
+    with straight_line_threefry() if xla_defaults() else contextlib.nullcontext():
         lowered = traced.lower()
     done: dict[str, Any] = {}
 

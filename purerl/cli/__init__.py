@@ -135,7 +135,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "purerl") -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     writes_runs = bool(argv) and argv[0] in RUN_WRITERS
     code = guarded(lambda: dispatch(argv, prog), owns_process, writes_runs)
-    return exit_now(code) if owns_process else code
+    # Under a profiler or debugger (``python -m cProfile -m purerl ...``) the process ends the
+    # usual way, so that the tool still writes what it gathered.
+    if owns_process and sys.getprofile() is None and sys.gettrace() is None:
+        exit_now(code)
+    return code
 
 
 RUN_WRITERS = ("train", "search")

@@ -21,6 +21,7 @@ from purerl.config import ConfigError, flag
 from purerl.core import parallel
 from purerl.core.env import Environment
 from purerl.core.loop import Evaluation
+from purerl.core.program import init_inputs, init_program
 from purerl.core.report import Sink
 from purerl.extras import import_extra
 from purerl.options import RESUMABLE, RunOptions
@@ -140,7 +141,7 @@ def prepare(request: TrainRequest) -> Setup:
     local_algo = algo
     if axis_name is not None:
         local_algo = spec.make(cfg, request.env, num_envs, network=request.network).algo
-    shapes = jax.eval_shape(local_algo.init, jax.random.key(0))
+    shapes = agent_state_shapes(local_algo, cfg, placement)
     state_bytes = {name: tree_bytes(getattr(shapes, name)) for name in shapes._fields}
     check_memory(cfg, devices[0], placement, state_bytes)
     if options.tensorboard:
@@ -154,6 +155,16 @@ def prepare(request: TrainRequest) -> Setup:
     return Setup(
         request, env, algo, local_algo, devices, placement, identity, transient, state_bytes
     )
+
+
+def agent_state_shapes(algo: Algo, cfg: Any, placement: parallel.Placement | None) -> Any:
+    """The shapes of one agent's state. On one device they come from tracing the run's own
+    initialisation program, which the loop then finds traced already."""
+    if placement is not None:
+        return jax.eval_shape(algo.init, jax.random.key(0))
+    seeds = [cfg.seed + i for i in range(cfg.num_seeds)]
+    stacked = init_program(algo, None).trace(init_inputs(algo, seeds, None)).out_info.state
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), stacked)
 
 
 def cpu_split_hint(setup: Setup) -> str | None:

@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -408,3 +409,21 @@ def test_docstrings_become_plain_paragraphs():
         "    purerl x --flag \\\n        --other"
     )
     assert plain_text("``one`` two three four", width=10) == "one two\nthree four"
+
+
+def test_the_command_exits_at_once_unless_a_profiler_or_debugger_watches(monkeypatch, capsys):
+    # Owning its process, the command skips the interpreter's teardown (cli.exit_now); under
+    # cProfile or a debugger it returns, so the tool can still write what it gathered.
+    import purerl.cli
+
+    exits = []
+    monkeypatch.setattr(purerl.cli, "exit_now", exits.append)
+    monkeypatch.setattr(sys, "argv", ["purerl", "--version"])
+    assert purerl.cli.main() == 0 and exits == [0]
+    previous = sys.getprofile()
+    sys.setprofile(lambda *args: None)
+    try:
+        assert purerl.cli.main() == 0
+    finally:
+        sys.setprofile(previous)
+    assert exits == [0] and capsys.readouterr().out.count("purerl ") == 2

@@ -21,10 +21,10 @@ the median of the per-pair ratios.
 Brax 0.14.2's trainer calls ``jax.device_put_replicated``, which JAX 0.10 removed (google/brax
 issue 671); ``restore_device_put_replicated`` puts back the in-line definition JAX's pmap
 migration guide gives (stack one copy per device, shard the stack over them), for this process
-only. Known differences that remain: purerl resets a finished episode from a fresh random state
-(one extra ``reset`` per step, computed for every environment under ``vmap``), Brax restores
-each environment's first state; Brax's policy is a tanh-squashed Gaussian with a
-state-dependent scale, purerl's a clipped Gaussian with a learned state-independent scale.
+only. Both restore each environment's first state when an episode ends (purerl's default
+``autoreset="first"``). The known difference that remains: Brax's policy is a tanh-squashed
+Gaussian with a state-dependent scale, purerl's a clipped Gaussian with a learned
+state-independent scale.
 """
 
 from __future__ import annotations

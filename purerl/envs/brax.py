@@ -8,11 +8,13 @@ bare environment (not Brax's training wrappers) and does the episode bookkeeping
 - the episode length limit (Brax's ``EpisodeWrapper``, 1000 steps by default): reaching it
   with the physics still healthy is a *truncation* (Brax's ``info["truncation"]``), bootstrapped
   from ``final_obs``; Brax's own ``done`` (a fallen hopper, say) is a *termination*;
-- auto-reset in the same step: a finished episode is replaced by a fresh ``reset`` with a new
-  key. Brax's ``AutoResetWrapper`` instead restores each environment's first state of the run
-  (cheaper, but every later episode of an environment then starts from the same state). Under
-  ``vmap`` the reset is computed for every environment at every step and selected where an
-  episode ended: about a fifth of the raw stepping time of inverted_double_pendulum on a CPU.
+- auto-reset in the same step, as Brax's ``AutoResetWrapper`` does it (option
+  ``autoreset="first"``, the default): each environment keeps the state its first ``reset``
+  drew, and every episode of it starts there again. The start states are as random as Brax's
+  ``reset`` makes them across environments (and seeds), not across one environment's episodes.
+  ``autoreset="fresh"`` draws a new start state with a new key for every episode instead; under
+  ``vmap`` that reset is computed for every environment at every step and selected where an
+  episode ended, about a fifth of the raw stepping time of inverted_double_pendulum on a CPU.
 
 Actions are a ``Box`` of ``action_size`` in ``[-1, 1]``, the control range Brax's environments
 are written for (``envs.make`` clips into it); observations are float32 vectors.
@@ -67,6 +69,9 @@ class BraxState(NamedTuple):
     the ``State`` of the same shape of another JAX physics suite (MuJoCo Playground's)."""
     steps: Array
     """int32 steps taken in the episode so far."""
+    first: Any = None
+    """The state of the environment's first ``reset``, where its episodes start again
+    (``autoreset="first"``); None with ``autoreset="fresh"``."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -82,6 +87,9 @@ class BraxEnv:
     """The bare ``brax.envs.Env``."""
     spec: EnvSpec
     episode_length: int = DEFAULT_EPISODE_LENGTH
+    autoreset: str = "first"
+    """Where a finished episode's successor starts: ``first``, the environment's first state
+    (Brax's ``AutoResetWrapper``); ``fresh``, a new ``reset``. One of ``AUTORESETS``."""
     pure: bool = True
 
     @property
@@ -93,13 +101,14 @@ class BraxEnv:
         del params
         state = self.env.reset(key)
         state = state.replace(obs=state.obs.astype(jnp.float32))
-        return BraxState(state, jnp.zeros((), jnp.int32)), state.obs
+        first = state if self.autoreset == "first" else None
+        return BraxState(state, jnp.zeros((), jnp.int32), first), state.obs
 
     def step(self, key: Key, state: BraxState, action: Array, params: Any) -> tuple[Any, Step]:
         """Advances one step with ``action`` ``[action_size]``, resetting a finished episode.
 
-        ``key`` only seeds the reset: Brax's dynamics are deterministic. The ``Step``'s fields
-        are scalars, its ``obs`` and ``final_obs`` float32 ``[obs_size]``.
+        ``key`` only seeds a ``fresh`` reset: Brax's dynamics are deterministic. The ``Step``'s
+        fields are scalars, its ``obs`` and ``final_obs`` float32 ``[obs_size]``.
         """
         del params
         chex.assert_shape(action, self.spec.action_space.shape)
@@ -109,8 +118,13 @@ class BraxEnv:
         terminated = nxt.done > 0.5
         truncated = (steps >= self.episode_length) & ~terminated
         done = terminated | truncated
-        fresh, first_obs = self.reset(key, None)
-        new = jax.tree.map(lambda r, s: jnp.where(done, r, s), fresh, BraxState(nxt, steps))
+        if self.autoreset == "first":
+            start = BraxState(state.first, jnp.zeros((), jnp.int32), state.first)
+            first_obs = state.first.obs
+        else:
+            start, first_obs = self.reset(key, None)
+        going = BraxState(nxt, steps, state.first)
+        new = jax.tree.map(lambda r, s: jnp.where(done, r, s), start, going)
         reward = jnp.asarray(nxt.reward, jnp.float32)
         return new, Step(
             obs=jnp.where(done, first_obs, nxt.obs),
@@ -207,6 +221,7 @@ def make_brax(
     env_id: str,
     backend: str = "generalized",
     episode_length: int = DEFAULT_EPISODE_LENGTH,
+    autoreset: str = "first",
     **env_kwargs: Any,
 ) -> BraxEnv:
     """Builds one Brax environment; the keyword arguments are ``envs.make`` options.
@@ -215,6 +230,8 @@ def make_brax(
         env_id: ``brax/<name>`` with ``<name>`` one of ``BRAX_ENVS``.
         backend: physics pipeline, one of ``BACKENDS``.
         episode_length: steps after which an episode is truncated.
+        autoreset: where a new episode starts: ``first`` (the environment's first state, as
+            Brax's trainer does) or ``fresh`` (a new random state).
         **env_kwargs: keyword arguments of the Brax environment's constructor (e.g.
             ``ctrl_cost_weight`` of ``ant``, ``n_frames``), checked against its signature.
 
@@ -226,6 +243,7 @@ def make_brax(
     name = env_id.removeprefix(PREFIX)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    check_autoreset(autoreset)
     check_env_kwargs(env_id, brax_envs._envs[name], env_kwargs)
     with warnings.catch_warnings(), mujoco_warnings_to_python():
         # Brax warns on every system it loads that its pipelines are no longer developed.
@@ -235,7 +253,7 @@ def make_brax(
         except ValueError as err:  # e.g. a backend this environment's model does not support
             raise ValueError(f"{env_id}: {' '.join(str(err).split())}") from err
     check_runs_here(env_id)
-    return wrap_brax(env, env_id, episode_length)
+    return wrap_brax(env, env_id, episode_length, autoreset)
 
 
 @contextlib.contextmanager
@@ -260,15 +278,31 @@ def mujoco_warnings_to_python() -> Iterator[None]:
         mujoco.set_mju_user_warning(previous)
 
 
-def wrap_brax(env: Any, env_id: str, episode_length: int = DEFAULT_EPISODE_LENGTH) -> BraxEnv:
+def wrap_brax(
+    env: Any,
+    env_id: str,
+    episode_length: int = DEFAULT_EPISODE_LENGTH,
+    autoreset: str = "first",
+) -> BraxEnv:
     """Adapts any bare ``brax.envs.Env`` with flat observations (your own too) to purerl.
 
     Raises:
-        ValueError: ``episode_length`` is not a whole number of at least 1, or the observations
-            are not one flat array.
+        ValueError: ``episode_length`` is not a whole number of at least 1, ``autoreset`` not
+            one of ``AUTORESETS``, or the observations are not one flat array.
     """
     check_episode_length(episode_length)
-    return BraxEnv(env, box_spec(env, env_id), episode_length)
+    check_autoreset(autoreset)
+    return BraxEnv(env, box_spec(env, env_id), episode_length, autoreset)
+
+
+AUTORESETS = ("first", "fresh")
+"""Where a new episode starts (``BraxEnv.autoreset``)."""
+
+
+def check_autoreset(autoreset: Any) -> None:
+    """Raises ``ValueError`` unless ``autoreset`` is one of ``AUTORESETS``."""
+    if autoreset not in AUTORESETS:
+        raise ValueError(f"autoreset must be one of {', '.join(AUTORESETS)}, got {autoreset!r}")
 
 
 def check_episode_length(episode_length: Any) -> None:
@@ -334,7 +368,7 @@ def check_env_kwargs(env_id: str, env_class: type, env_kwargs: dict[str, Any]) -
     defaults = env_options(env_class)
     unknown = sorted(set(env_kwargs) - set(defaults))
     if unknown:
-        names = ", ".join(["backend", "episode_length", *sorted(defaults)])
+        names = ", ".join(["autoreset", "backend", "episode_length", *sorted(defaults)])
         raise ValueError(f"{env_id} has no option {', '.join(unknown)}; its options are: {names}")
     for name, value in env_kwargs.items():
         problem = param_problem(value, defaults[name])

@@ -111,7 +111,8 @@ def make_playground(
     with contextlib.redirect_stdout(io.StringIO()), mujoco_warnings_to_python():
         env = registry.load(name, config_overrides=overrides)
         spec = box_spec(env, env_id)
-    return PlaygroundEnv(env, spec, episode_length)
+    # Each episode from a new random state (Brax's first-state reset is not the default here).
+    return PlaygroundEnv(env, spec, episode_length, autoreset="fresh")
 
 
 def check_config_overrides(env_id: str, defaults: Any, overrides: dict[str, Any]) -> None:

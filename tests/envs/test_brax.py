@@ -222,7 +222,9 @@ def test_options_are_checked_before_anything_is_built(brax_envs):
         envs.make("brax/ant", 2, backend="bullet")
     with pytest.raises(ValueError, match="episode_length must be at least 1"):
         envs.make("brax/ant", 2, episode_length=0)
-    with pytest.raises(ValueError, match="has no option gravity; its options are: backend"):
+    with pytest.raises(
+        ValueError, match="has no option gravity; its options are: autoreset, backend"
+    ):
         envs.make("brax/ant", 2, gravity=1.0)
     with pytest.raises(ValueError, match="ctrl_cost_weight takes a number"):
         envs.make("brax/ant", 2, ctrl_cost_weight="high")
@@ -238,9 +240,9 @@ def test_options_are_checked_before_anything_is_built(brax_envs):
 @pytest.mark.brax
 @pytest.mark.slow
 def test_physics_resets_are_random_and_steps_deterministic(brax_envs):
-    """inverted_pendulum under random actions: falls terminate, each reset draws a new start,
-    the same key replays bit for bit and another key does not."""
-    env = envs.make("brax/inverted_pendulum", 4, episode_length=30)
+    """inverted_pendulum under random actions: falls terminate, each fresh reset draws a new
+    start, the same key replays bit for bit and another key does not."""
+    env = envs.make("brax/inverted_pendulum", 4, episode_length=30, autoreset="fresh")
     actions = jax.random.uniform(jax.random.key(1), (60, 4, 1), minval=-1.0, maxval=1.0)
     run = make_roll(env)
     obs, steps = run(jax.random.key(3), actions)
@@ -260,6 +262,22 @@ def test_physics_resets_are_random_and_steps_deterministic(brax_envs):
     # Truncations come at the 30-step limit, falls before it.
     lengths = np.asarray(steps.episode.lengths)[done]
     assert (lengths <= 30).all() and (lengths[truncated[done]] == 30).all()
+
+
+@pytest.mark.brax
+@pytest.mark.slow
+def test_by_default_every_episode_of_an_env_starts_from_its_first_state(brax_envs):
+    """Brax's AutoResetWrapper: an environment's later episodes start where its first did;
+    the environments' first states differ."""
+    env = envs.make("brax/inverted_pendulum", 4, episode_length=30)
+    actions = jax.random.uniform(jax.random.key(1), (60, 4, 1), minval=-1.0, maxval=1.0)
+    first_obs, steps = make_roll(env)(jax.random.key(3), actions)
+    done = np.asarray(steps.terminated | steps.truncated)
+    assert done.sum() > 4 and len(np.unique(np.asarray(first_obs).round(6), axis=0)) == 4
+    for step, index in zip(*np.nonzero(done), strict=True):
+        np.testing.assert_array_equal(steps.obs[step, index], first_obs[index])
+    with pytest.raises(ValueError, match="autoreset must be one of first, fresh"):
+        envs.make("brax/inverted_pendulum", 4, autoreset="random")
 
 
 @pytest.mark.brax

@@ -135,11 +135,19 @@ def main(argv: Sequence[str] | None = None, prog: str = "purerl") -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     writes_runs = bool(argv) and argv[0] in RUN_WRITERS
     code = guarded(lambda: dispatch(argv, prog), owns_process, writes_runs)
-    # Under a profiler or debugger (``python -m cProfile -m purerl ...``) the process ends the
-    # usual way, so that the tool still writes what it gathered.
-    if owns_process and sys.getprofile() is None and sys.gettrace() is None:
+    if owns_process and may_exit_now():
         exit_now(code)
     return code
+
+
+def may_exit_now() -> bool:
+    """Whether nothing in the process needs the interpreter's usual exit: no profiler or
+    debugger (``python -m cProfile -m purerl ...`` writes its profile then), and no module of
+    the user's (a ``module:factory`` environment or a ``module:attr`` network, whose code may
+    leave a file to be flushed when the interpreter tears down)."""
+    custom = sys.modules.get("purerl.envs.custom")
+    user_code = custom is not None and bool(custom.USER_MODULES)
+    return sys.getprofile() is None and sys.gettrace() is None and not user_code
 
 
 RUN_WRITERS = ("train", "search")

@@ -130,6 +130,11 @@ def load_factory(env_id: str, search_cwd: bool = True) -> Callable[[], Any]:
     return factory
 
 
+USER_MODULES: set[str] = set()
+"""Modules of the user's this process imported (environments, networks): their code may count
+on the interpreter's usual exit (``purerl.cli.exit_now`` is skipped then)."""
+
+
 def import_module(
     name: str, env_id: str, search_cwd: bool = True, error: type[Exception] = InvalidEnvError
 ) -> Any:
@@ -138,7 +143,9 @@ def import_module(
     purerl``'s has it). A failure raises ``error``, one line naming ``env_id``."""
     try:
         with current_directory_importable(search_cwd):
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
+        USER_MODULES.add(name)
+        return module
     except ModuleNotFoundError as err:
         if err.name is not None and (name + ".").startswith(err.name + "."):
             where = "put its directory on PYTHONPATH" + (" or run from it" if search_cwd else "")

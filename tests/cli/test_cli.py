@@ -411,13 +411,17 @@ def test_docstrings_become_plain_paragraphs():
     assert plain_text("``one`` two three four", width=10) == "one two\nthree four"
 
 
-def test_the_command_exits_at_once_unless_a_profiler_or_debugger_watches(monkeypatch, capsys):
+def test_the_command_exits_at_once_unless_a_profiler_or_users_code_needs_the_usual_exit(
+    monkeypatch, capsys
+):
     # Owning its process, the command skips the interpreter's teardown (cli.exit_now); under
-    # cProfile or a debugger it returns, so the tool can still write what it gathered.
+    # cProfile or a debugger, or with a module of the user's loaded, it returns.
     import purerl.cli
+    from purerl.envs import custom
 
     exits = []
     monkeypatch.setattr(purerl.cli, "exit_now", exits.append)
+    monkeypatch.setattr(custom, "USER_MODULES", set())
     monkeypatch.setattr(sys, "argv", ["purerl", "--version"])
     assert purerl.cli.main() == 0 and exits == [0]
     previous = sys.getprofile()
@@ -426,4 +430,6 @@ def test_the_command_exits_at_once_unless_a_profiler_or_debugger_watches(monkeyp
         assert purerl.cli.main() == 0
     finally:
         sys.setprofile(previous)
-    assert exits == [0] and capsys.readouterr().out.count("purerl ") == 2
+    monkeypatch.setattr(custom, "USER_MODULES", {"my_envs"})
+    assert purerl.cli.main() == 0
+    assert exits == [0] and capsys.readouterr().out.count("purerl ") == 3

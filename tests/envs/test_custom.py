@@ -20,6 +20,7 @@ import purerl
 from purerl import envs
 from purerl.config import ConfigError
 from purerl.core.env import action_space_from
+from purerl.envs import custom
 from purerl.envs.probes import make_probe
 from purerl.envs.wrappers import AutoReset
 from purerl.run.rundir import default_run_dir
@@ -275,6 +276,7 @@ def test_a_factory_run_has_no_preset_and_its_run_dir_names_it():
 def test_a_factory_passes_a_dry_run_and_options_need_dataclass_parameters():
     result = run_cli("train", "ppo", "--env", f"{HERE}:FiveTuple", "--dry-run")
     assert result.code == 0 and f"ppo on {HERE}:FiveTuple" in result.stdout, result.stderr
+    assert HERE in custom.USER_MODULES  # the command then exits the usual way (cli.may_exit_now)
     result = run_cli("train", "ppo", "--env", f"{HERE}:FiveTuple", "--env-options", "size=3")
     assert result.code == 2 and len(result.error_lines) == 1
     assert "--env-options size=3: " in result.stderr and "takes no options" in result.stderr

@@ -252,7 +252,10 @@ def exit_now(code: int) -> NoReturn:
     current = threading.current_thread()
     for thread in threading.enumerate():
         if thread is not current and not thread.daemon:
-            thread.join()
+            # Some libraries' threads re-raise their failure from ``join`` (orbax's, after a
+            # save the disk could not hold, already reported); the interpreter's exit does not.
+            with contextlib.suppress(Exception):
+                thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):

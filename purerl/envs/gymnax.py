@@ -113,13 +113,15 @@ class _OnFirstUse(types.ModuleType):
     """Stands in for a module during gymnax's import: the real one loads on first use."""
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
+        if name.startswith("__") or sys.modules.get(self.__name__) is self:
+            # Used while gymnax is still importing: the real module is not reachable yet.
+            raise AttributeError(f"{self.__name__}.{name} (loads after gymnax's import)")
         return getattr(importlib.import_module(self.__name__), name)
 
 
-DRAWING_MODULES = ("seaborn", "matplotlib.pyplot")
-"""Modules gymnax imports at its own import only to draw some environments: about 1.3 s of
+DRAWING_MODULES = ("seaborn", "matplotlib", "matplotlib.pyplot", "matplotlib.colors")
+"""Modules gymnax imports at its own import only to draw some environments (``matplotlib``
+itself for ``import matplotlib.pyplot`` and ``from matplotlib import colors``): about 1.4 s of
 CPU at every start of a process, so they load when an environment first draws instead."""
 
 
@@ -133,6 +135,10 @@ def import_gymnax() -> types.ModuleType:
         stand_ins = {}
         if "gymnax" not in sys.modules:
             stand_ins = {n: _OnFirstUse(n) for n in DRAWING_MODULES if n not in sys.modules}
+            for name, stand_in in stand_ins.items():
+                parent, _, child = name.rpartition(".")
+                if parent in stand_ins:  # ``import a.b`` and ``from a import b`` read a's b
+                    setattr(stand_ins[parent], child, stand_in)
         sys.modules.update(stand_ins)
         try:
             return importlib.import_module("gymnax")

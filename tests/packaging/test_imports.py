@@ -46,12 +46,13 @@ GYMNAX = """
 import sys
 from purerl import envs
 env = envs.make("Catch-bsuite", num_envs=2)
-loaded = [m for m in ("seaborn", "matplotlib.pyplot") if m in sys.modules]
+loaded = [m for m in ("seaborn", "matplotlib") if m in sys.modules]
 assert not loaded, f"gymnax's drawing libraries were loaded at start: {loaded}"
 import gymnax.environments.misc.pong as pong
 import gymnax.environments.bsuite.catch as catch
 assert len(pong.sns.color_palette("cubehelix", 3)) == 3  # the real seaborn, loaded on first use
 assert catch.plt.figure is sys.modules["matplotlib.pyplot"].figure
+assert pong.colors.to_hex((1, 0, 0)) == "#ff0000"  # ``from matplotlib import colors``
 import seaborn
 assert seaborn.color_palette is pong.sns.color_palette
 print("deferred")

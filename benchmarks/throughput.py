@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import gc
 import os
 import platform
 import shlex
@@ -149,6 +150,15 @@ def warm_up_process() -> None:
     jax.block_until_ready(program(jax.random.key(0)))
 
 
+def settle_heap() -> None:
+    """Before a compile is timed: what lives now is frozen out of the garbage collector's reach
+    (``gc.freeze``), as ``purerl`` does once its modules are loaded, so a collection during
+    either side's compile walks that side's new objects, not the modules and programs of
+    every implementation built before it in this process."""
+    gc.collect()
+    gc.freeze()
+
+
 def purerl_runner(
     algo_name: str, cfg, num_seeds: int, placement: Placement | None = None
 ) -> tuple[Runner, float]:
@@ -156,6 +166,7 @@ def purerl_runner(
     # The peers' one program initialises too, so purerl's compile counts its init program (its
     # first call: compile, then microseconds of work) as well as the chunk, built as a run
     # builds them (``build_program``: init compiles beside the chunk).
+    settle_heap()
     start = time.perf_counter()
     agents, programs = build_program(
         algo, list(range(num_seeds)), [cfg.num_updates], None, placement
@@ -192,6 +203,7 @@ def peer_runner(
     keys = jax.random.split(jax.random.key(0), num_seeds)
     if num_seeds == 1:
         keys = keys[0]
+    settle_heap()
     start = time.perf_counter()
     compiled = jax.jit(train).lower(keys).compile()
     compile_s = time.perf_counter() - start

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import os
 import signal
@@ -81,6 +82,11 @@ class Startup:
     extension, an exception "ignored" in a garbage-collection callback while the command runs
     on), so while the process starts the signal is only recorded, and turned into a
     ``StartupInterrupted`` once loading is over. A second Ctrl-C ends the process at once.
+
+    Python's cyclic garbage collector rests meanwhile: imports make little garbage and many
+    objects it would walk again and again. Once loaded, the modules' objects are frozen out of
+    its reach (``gc.freeze``): they live as long as the process, and each collection after
+    that walks only what the command makes (about 0.1 s less of a short run's start).
     """
 
     def __init__(self):
@@ -88,6 +94,7 @@ class Startup:
         self.previous: Any = None
 
     def begin(self) -> None:
+        gc.disable()
         self.previous = signal.signal(signal.SIGINT, self.handle)
 
     def handle(self, signum: int, frame: Any) -> None:
@@ -100,6 +107,7 @@ class Startup:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
             self.previous = None
+            gc.enable()
         self.signum = None
 
     def end(self) -> None:
@@ -107,6 +115,8 @@ class Startup:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
             self.previous = None
+            gc.freeze()
+            gc.enable()
         if self.signum is not None:
             self.signum = None
             raise StartupInterrupted

@@ -20,7 +20,14 @@ import numpy as np
 
 from purerl.core.algo import Algo
 from purerl.core.parallel import Placement, fetch, replicas_fingerprints
-from purerl.core.program import Agent, EvalFn, StreamFn, build_program, compile_chunk
+from purerl.core.program import (
+    Agent,
+    EvalFn,
+    StreamFn,
+    build_program,
+    collector_paused,
+    compile_chunk,
+)
 from purerl.core.report import ChunkReport, Sink
 from purerl.core.schedule import checkpoint_due, plan_chunks, plan_evaluated_chunks
 from purerl.core.stats import FINAL_WINDOW_EPISODES, recent_mean_return
@@ -245,18 +252,19 @@ def train(
         lengths = plan_evaluated_chunks(
             spec.num_updates, updates_per_chunk, evaluation.every, every, done
         )
-    if agents is None:
-        seeds = [spec.seed + i for i in range(spec.num_seeds)]
-        agents, compiled = build_program(algo, seeds, sorted(set(lengths)), stream, placement)
-    else:
-        compiled = {
-            n: compile_chunk(algo, agents, n, stream, placement) for n in sorted(set(lengths))
-        }
-    evaluate = None
-    if evaluation is not None and any(
-        u % evaluation.every == 0 for u in np.cumsum([done, *lengths])[1:]
-    ):
-        evaluate = jax.jit(evaluation.program).lower(agents, np.int32(done)).compile()
+    with collector_paused():  # the compile of a resumed run, and evaluations, as well
+        if agents is None:
+            seeds = [spec.seed + i for i in range(spec.num_seeds)]
+            agents, compiled = build_program(algo, seeds, sorted(set(lengths)), stream, placement)
+        else:
+            compiled = {
+                n: compile_chunk(algo, agents, n, stream, placement) for n in sorted(set(lengths))
+            }
+        evaluate = None
+        if evaluation is not None and any(
+            u % evaluation.every == 0 for u in np.cumsum([done, *lengths])[1:]
+        ):
+            evaluate = jax.jit(evaluation.program).lower(agents, np.int32(done)).compile()
     jax.block_until_ready(agents)
     timing.compile_time_s = time.perf_counter() - begin
     steps_per_update = spec.env_steps_per_update * spec.num_seeds

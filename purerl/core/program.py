@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -166,6 +167,23 @@ def xla_defaults() -> bool:
     )
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off meanwhile (back on after, if it was on).
+
+    Tracing and lowering a chunk make hundreds of thousands of objects that live on in JAX's
+    caches; each full collection while they accumulate walks all of them again: 0.1-0.2 s of
+    a short run's compile. Their garbage is collected once the collector is back on.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def build_program(
     algo: Algo[S],
     seeds: Sequence[int],
@@ -174,35 +192,47 @@ def build_program(
     placement: Placement | None = None,
 ) -> tuple[Agent[S], dict[int, Any]]:
     """Fresh agents for ``seeds`` and the compiled chunk of each length in ``lengths``,
-    compiled together: the initialisation compiles on a second thread while the chunks are
-    traced, lowered and compiled against its output's shapes (XLA compiles outside Python's
-    lock). Results are those of ``init_agents`` and ``compile_chunk``, the same programs."""
+    compiled together: the chunks are traced and lowered against the shapes of the traced
+    initialisation, then compile on a second thread while the initialisation is lowered and
+    compiled (XLA compiles outside Python's lock). Results are those of ``init_agents`` and
+    ``compile_chunk``, the same programs."""
+    with collector_paused():
+        return build_program_unpaused(algo, seeds, lengths, stream, placement)
+
+
+def build_program_unpaused(
+    algo: Algo[S],
+    seeds: Sequence[int],
+    lengths: Sequence[int],
+    stream: StreamFn | None,
+    placement: Placement | None,
+) -> tuple[Agent[S], dict[int, Any]]:
     inputs = init_inputs(algo, seeds, placement)
-    program = init_program(algo, placement)
-    traced = program.trace(inputs)
-    with straight_line_threefry() if xla_defaults() else contextlib.nullcontext():
-        lowered = traced.lower()
+    traced = init_program(algo, placement).trace(inputs)
+    sharding = agents_sharding(placement)
+    shapes = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), traced.out_info
+    )
+    chunks = {n: lower_chunk(algo, shapes, n, stream, placement) for n in lengths}
     done: dict[str, Any] = {}
 
-    def compile_init() -> None:
+    def compile_chunks() -> None:
         try:
-            done["init"] = lowered.compile()
+            done["chunks"] = {n: lowered.compile() for n, lowered in chunks.items()}
         except BaseException as err:  # raised again on the main thread
             done["error"] = err
 
-    worker = threading.Thread(target=compile_init, name="purerl-init-compile", daemon=True)
+    worker = threading.Thread(target=compile_chunks, name="purerl-chunk-compile", daemon=True)
     worker.start()
     try:
-        sharding = agents_sharding(placement)
-        shapes = jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), traced.out_info
-        )
-        compiled = {n: compile_chunk(algo, shapes, n, stream, placement) for n in lengths}
+        with straight_line_threefry() if xla_defaults() else contextlib.nullcontext():
+            lowered = traced.lower()
+        init = lowered.compile()
     finally:
         worker.join()
     if "error" in done:
         raise done["error"]
-    return committed(done["init"](inputs)), compiled
+    return committed(init(inputs)), done["chunks"]
 
 
 @functools.lru_cache(maxsize=32)
@@ -297,7 +327,18 @@ def compile_chunk(
     placement: Placement | None = None,
 ):
     """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
-    return chunk_program(algo, num_updates, stream, placement).lower(agents).compile()
+    return lower_chunk(algo, agents, num_updates, stream, placement).compile()
+
+
+def lower_chunk(
+    algo: Algo[S],
+    agents: Agent[S],
+    num_updates: int,
+    stream: StreamFn | None = None,
+    placement: Placement | None = None,
+) -> Any:
+    """The chunk over all seeds of ``agents`` (arrays or their shapes), traced and lowered."""
+    return chunk_program(algo, num_updates, stream, placement).lower(agents)
 
 
 @functools.lru_cache(maxsize=32)

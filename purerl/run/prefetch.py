@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from purerl.core.program import collector_paused
 from purerl.core.report import ChunkReport
 
 
@@ -34,9 +35,12 @@ def prefetch(modules: Sequence[str]) -> threading.Thread | None:
 
 
 def _load(modules: list[str]) -> None:
-    for name in modules:
-        with contextlib.suppress(Exception):  # reported where the module is used
-            importlib.import_module(name)
+    # Imports make little garbage; a full collection meanwhile walks everything the run's
+    # programs left in JAX's caches, holding the interpreter the training loop reports through.
+    with collector_paused():
+        for name in modules:
+            with contextlib.suppress(Exception):  # reported where the module is used
+                importlib.import_module(name)
 
 
 class PrefetchSink:

@@ -13,6 +13,7 @@ import numpy as np
 
 from purerl.core import parallel
 from purerl.core.loop import Snapshot, TrainResult
+from purerl.core.program import collector_paused
 from purerl.core.report import Sink
 from purerl.core.stats import FINAL_WINDOW_EPISODES
 from purerl.run import rundir
@@ -161,7 +162,8 @@ def draw_curves(
     curves = Curves(
         setup.request.spec.name, cfg.env, status, cfg.seed, frames, returns, evaluations
     )
-    return draw_trial_graphs(run_dir, curves, setup.options.plot_window)
+    with collector_paused():  # matplotlib's figures are cycles of many objects, soon gone
+        return draw_trial_graphs(run_dir, curves, setup.options.plot_window)
 
 
 def final_line(summary: rundir.Summary, run_dir: Path) -> str:

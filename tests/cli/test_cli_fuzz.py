@@ -167,13 +167,15 @@ def test_a_traced_value_beyond_float32_is_refused_before_anything_is_made(tmp_pa
 
 def fail_compiling(monkeypatch, message: str) -> None:
     """Every chunk's compile fails with ``message`` (as XLA reports a device out of memory)."""
-    from purerl.core import loop, program
+    from purerl.core import program
 
-    def failing(*args, **kwargs):
-        raise jax.errors.JaxRuntimeError(message)
+    class Failing:
+        def compile(self):
+            raise jax.errors.JaxRuntimeError(message)
 
-    monkeypatch.setattr(loop, "compile_chunk", failing)  # a resumed run's
-    monkeypatch.setattr(program, "compile_chunk", failing)  # a new run's, beside its init
+    # A new run compiles its chunks on a thread beside its init, a resumed run on its own
+    # (``compile_chunk``): both lower through ``lower_chunk``.
+    monkeypatch.setattr(program, "lower_chunk", lambda *args, **kwargs: Failing())
 
 
 def full_disk_for_config(monkeypatch) -> None:

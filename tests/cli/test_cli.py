@@ -433,3 +433,36 @@ def test_the_command_exits_at_once_unless_a_profiler_or_users_code_needs_the_usu
     monkeypatch.setattr(custom, "USER_MODULES", {"my_envs"})
     assert purerl.cli.main() == 0
     assert exits == [0] and capsys.readouterr().out.count("purerl ") == 3
+
+
+def test_the_collector_rests_while_a_command_loads_and_its_modules_are_frozen_after(monkeypatch):
+    # Owning its process, the command loads its module with the garbage collector off, then
+    # freezes what it loaded (cli.Startup); a help or usage answer that loads nothing thaws.
+    import gc
+
+    import purerl.cli
+
+    monkeypatch.setattr(purerl.cli, "STARTUP", purerl.cli.Startup())
+    seen = {}
+
+    class Command:
+        @staticmethod
+        def main(argv, prog):
+            seen["enabled"], seen["frozen"] = gc.isenabled(), gc.get_freeze_count()
+            return 0
+
+    def load(module):
+        seen["loading"] = gc.isenabled()
+        return purerl.cli.STARTUP.end() or Command
+
+    monkeypatch.setattr(purerl.cli, "load", load)
+    monkeypatch.setattr(purerl.cli, "exit_now", lambda code: None)
+    monkeypatch.setattr(sys, "argv", ["purerl", "envs"])
+    try:
+        assert purerl.cli.main() == 0
+    finally:
+        gc.unfreeze()
+    assert seen == {"loading": False, "enabled": True, "frozen": seen["frozen"]}
+    assert seen["frozen"] > 1000 and gc.isenabled()
+    monkeypatch.setattr(sys, "argv", ["purerl", "--version"])
+    assert purerl.cli.main() == 0 and gc.isenabled() and gc.get_freeze_count() == 0

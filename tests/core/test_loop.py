@@ -1,6 +1,7 @@
 """The host loop's planning and checks: chunk plans, non-finite losses, metrics rows."""
 
 import dataclasses
+import gc
 import time
 from typing import NamedTuple
 
@@ -14,6 +15,7 @@ from purerl.core.loop import CheckpointPolicy, first_nonfinite, nonfinite_messag
 from purerl.core.program import (
     Agent,
     build_program,
+    collector_paused,
     init_agent,
     init_agents,
     over_seeds,
@@ -159,11 +161,28 @@ def test_a_new_run_builds_the_agents_init_agents_builds():
     agents, compiled = build_program(algo, [0, 1], [])
     expected = init_agents(algo, [0, 1])
     assert compiled == {}
+    assert gc.isenabled()  # off while it built (collector_paused), on again after
     for got, want in zip(jax.tree.leaves(agents), jax.tree.leaves(expected), strict=True):
         if jax.dtypes.issubdtype(want.dtype, jax.dtypes.prng_key):
             got, want = jax.random.key_data(got), jax.random.key_data(want)
         np.testing.assert_array_equal(got, want)
         assert got.sharding == want.sharding
+
+
+def test_the_collector_pause_restores_what_it_found():
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner pause found it off
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller's choice stays
+    finally:
+        gc.enable()
 
 
 def test_straight_line_threefry_changes_how_init_lowers_not_what_it_draws():

@@ -1,6 +1,7 @@
 """Test defaults: CPU only, deterministic hypothesis runs, a shared compile cache, and the
 session-scoped runs that many tests read (trained once, copied where a test changes them)."""
 
+import gc
 import os
 import subprocess
 import sys
@@ -82,6 +83,14 @@ def pytest_collection_modifyitems(items):
     with_long = {item.path for item in items if item.get_closest_marker("long")}
     with_slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (item.path not in with_long) + (item.path not in with_slow))
+
+
+def pytest_collection_finish(session):
+    """Freezes what the collection loaded (every test module, JAX, the libraries) out of the
+    garbage collector's reach, as the ``purerl`` command does after its imports: each full
+    collection during the session then walks what the tests made, not every module again."""
+    gc.collect()
+    gc.freeze()
 
 
 class SessionRun(NamedTuple):

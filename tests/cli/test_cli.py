@@ -457,12 +457,16 @@ def test_the_collector_rests_while_a_command_loads_and_its_modules_are_frozen_af
 
     monkeypatch.setattr(purerl.cli, "load", load)
     monkeypatch.setattr(purerl.cli, "exit_now", lambda code: None)
-    monkeypatch.setattr(sys, "argv", ["purerl", "envs"])
+    frozen_before = gc.get_freeze_count()  # the test session's own (conftest)
+    gc.unfreeze()
     try:
+        monkeypatch.setattr(sys, "argv", ["purerl", "envs"])
         assert purerl.cli.main() == 0
-    finally:
+        assert seen == {"loading": False, "enabled": True, "frozen": seen["frozen"]}
+        assert seen["frozen"] > 1000 and gc.isenabled()
         gc.unfreeze()
-    assert seen == {"loading": False, "enabled": True, "frozen": seen["frozen"]}
-    assert seen["frozen"] > 1000 and gc.isenabled()
-    monkeypatch.setattr(sys, "argv", ["purerl", "--version"])
-    assert purerl.cli.main() == 0 and gc.isenabled() and gc.get_freeze_count() == 0
+        monkeypatch.setattr(sys, "argv", ["purerl", "--version"])
+        assert purerl.cli.main() == 0 and gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        if frozen_before:
+            gc.freeze()

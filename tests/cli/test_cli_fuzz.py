@@ -173,8 +173,7 @@ def fail_compiling(monkeypatch, message: str) -> None:
         def compile(self):
             raise jax.errors.JaxRuntimeError(message)
 
-    # A new run compiles its chunks on a thread beside its init, a resumed run on its own
-    # (``compile_chunk``): both lower through ``lower_chunk``.
+    # A new run (beside its init) and a resumed run both compile through ``lower_chunk``.
     monkeypatch.setattr(program, "lower_chunk", lambda *args, **kwargs: Failing())
 
 

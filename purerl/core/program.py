@@ -184,6 +184,7 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+@collector_paused()
 def build_program(
     algo: Algo[S],
     seeds: Sequence[int],
@@ -195,17 +196,6 @@ def build_program(
     compiled together: the initialisation compiles on a second thread while the chunks are
     traced, lowered and compiled against its output's shapes (XLA compiles outside Python's
     lock). Results are those of ``init_agents`` and ``compile_chunk``, the same programs."""
-    with collector_paused():
-        return build_program_unpaused(algo, seeds, lengths, stream, placement)
-
-
-def build_program_unpaused(
-    algo: Algo[S],
-    seeds: Sequence[int],
-    lengths: Sequence[int],
-    stream: StreamFn | None,
-    placement: Placement | None,
-) -> tuple[Agent[S], dict[int, Any]]:
     inputs = init_inputs(algo, seeds, placement)
     traced = init_program(algo, placement).trace(inputs)
     with straight_line_threefry() if xla_defaults() else contextlib.nullcontext():
@@ -327,18 +317,7 @@ def compile_chunk(
     placement: Placement | None = None,
 ):
     """AOT-compiles the chunk over all seeds of ``agents``; the input agents are donated."""
-    return lower_chunk(algo, agents, num_updates, stream, placement).compile()
-
-
-def lower_chunk(
-    algo: Algo[S],
-    agents: Agent[S],
-    num_updates: int,
-    stream: StreamFn | None = None,
-    placement: Placement | None = None,
-) -> Any:
-    """The chunk over all seeds of ``agents`` (arrays or their shapes), traced and lowered."""
-    return chunk_program(algo, num_updates, stream, placement).lower(agents)
+    return chunk_program(algo, num_updates, stream, placement).lower(agents).compile()
 
 
 @functools.lru_cache(maxsize=32)

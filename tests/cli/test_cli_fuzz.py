@@ -167,14 +167,13 @@ def test_a_traced_value_beyond_float32_is_refused_before_anything_is_made(tmp_pa
 
 def fail_compiling(monkeypatch, message: str) -> None:
     """Every chunk's compile fails with ``message`` (as XLA reports a device out of memory)."""
-    from purerl.core import program
+    from purerl.core import loop, program
 
-    class Failing:
-        def compile(self):
-            raise jax.errors.JaxRuntimeError(message)
+    def failing(*args, **kwargs):
+        raise jax.errors.JaxRuntimeError(message)
 
-    # A new run (beside its init) and a resumed run both compile through ``lower_chunk``.
-    monkeypatch.setattr(program, "lower_chunk", lambda *args, **kwargs: Failing())
+    monkeypatch.setattr(loop, "compile_chunk", failing)  # a resumed run's
+    monkeypatch.setattr(program, "compile_chunk", failing)  # a new run's, beside its init
 
 
 def full_disk_for_config(monkeypatch) -> None:
